@@ -1,0 +1,86 @@
+"""CLI of the local stack manager: ``python -m include.stack up|down|status|logs|env|fetch``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import artifacts
+from .manager import PROFILES, SERVICE_CLASSES, StackManager, format_status
+from .services.airflow import Airflow
+from .services.base import ServiceError
+
+
+def _names(args: argparse.Namespace) -> list[str]:
+    if args.services:
+        return [n for part in args.services for n in part.split(",") if n]
+    return list(PROFILES[args.profile])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m include.stack", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for cmd, help_ in [("up", "start (idempotent) and wait until every service answers"),
+                       ("down", "stop the processes this stack started, by pid"),
+                       ("status", "health, pid and resident memory of each service"),
+                       ("logs", "print the tail of each service's logs"),
+                       ("env", "print the environment (endpoints, AIRFLOW_CONN_*) as exports"),
+                       ("fetch", "download the JVM artifacts only")]:
+        p = sub.add_parser(cmd, help=help_)
+        p.add_argument("services", nargs="*", help=f"subset of {', '.join(SERVICE_CLASSES)}")
+        p.add_argument("--profile", choices=sorted(PROFILES), default="all")
+        if cmd == "logs":
+            p.add_argument("-n", "--lines", type=int, default=40)
+    args = parser.parse_args(argv)
+    manager = StackManager()
+    try:
+        if args.command == "up":
+            manager.up(_names(args))
+            print(urls(manager))
+        elif args.command == "down":
+            manager.down(_names(args))
+        elif args.command == "status":
+            rows = manager.status(_names(args))
+            print(format_status(rows))
+            return 0 if all(r.healthy for r in rows) else 3
+        elif args.command == "logs":
+            for svc in manager.select(_names(args)):
+                print(svc.tail_logs(args.lines) or f"--- {svc.name}: no logs yet ---")
+        elif args.command == "env":
+            for k, v in sorted(manager.env_exports().items()):
+                print(f"export {k}='{v}'")
+        elif args.command == "fetch":
+            artifacts.fetch_all(manager.settings)
+    except (ServiceError, artifacts.FetchError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def urls(manager: StackManager) -> str:
+    s, c = manager.settings, manager.settings.credentials
+    airflow = manager.services["airflow"]
+    assert isinstance(airflow, Airflow)
+    lines = [
+        "",
+        "Services (all on loopback):",
+        f"  Cassandra CQL        {s.host}:{s.ports.cassandra}",
+        f"  OpenSearch           http://{s.host}:{s.ports.opensearch}",
+        f"  S3 (S3Proxy)         http://{s.host}:{s.ports.s3}   access key {c.s3_access_key} / secret {c.s3_secret_key}",
+        f"  RabbitMQ AMQP        amqp://{s.host}:{s.ports.amqp}   user {c.amqp_user} / {c.amqp_password}",
+        f"  RabbitMQ management  http://{s.host}:{s.ports.rabbitmq_management}   user {c.amqp_user} / {c.amqp_password}",
+    ]
+    if airflow.pids():
+        lines += [
+            f"  PostgreSQL           {s.host}:{s.ports.postgres}   db {c.postgres_db}, user {c.postgres_user} / {c.postgres_password}",
+            f"  Airflow UI/API       http://{s.host}:{s.ports.airflow}   user {c.airflow_user} / {airflow.admin_password() or '(see ' + str(airflow.passwords_file) + ')'}",
+        ]
+    lines += [
+        f"Data and logs under {s.root}; `source {s.root / 'env.sh'}` to use the airflow CLI.",
+        "Stop everything with: make stop",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per backing service; ``ordered_services`` gives the start order."""
