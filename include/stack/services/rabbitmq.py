@@ -84,7 +84,7 @@ class RabbitMQ(Service):
         return processes.owned_pid(self.pid_file, "rabbit")
 
     def pids(self) -> list[int]:
-        found = [p for p in (processes.owned_pid(self.epmd_pid_file, "epmd"), self.pid()) if p]
+        found = [p for p in (self.pid(), processes.owned_pid(self.epmd_pid_file, "epmd")) if p]
         return found
 
     def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
