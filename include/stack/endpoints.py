@@ -47,12 +47,17 @@ class Endpoints:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Endpoints | None:
         """Endpoints given explicitly in the environment, or None when any is missing."""
         env = os.environ if env is None else env
-        try:
-            values = {name: env[var] for name, var in ENV_NAMES.items()}
-        except KeyError:
-            return None
-        values["cassandra_port"] = int(values["cassandra_port"])
-        return cls(**values)
+        optional = {"airflow_url": "http://127.0.0.1:8080", "s3_region": "us-east-1"}
+        values: dict[str, object] = {}
+        for name, var in ENV_NAMES.items():
+            if env.get(var):
+                values[name] = env[var]
+            elif name in optional:
+                values[name] = optional[name]
+            else:
+                return None
+        values["cassandra_port"] = int(str(values["cassandra_port"]))
+        return cls(**values)  # type: ignore[arg-type]
 
     def to_env(self) -> dict[str, str]:
         return {ENV_NAMES[k]: str(v) for k, v in asdict(self).items()}

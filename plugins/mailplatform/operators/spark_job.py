@@ -1,0 +1,80 @@
+"""Run one of the platform's PySpark jobs through spark-submit, wired from Airflow connections.
+
+DAGs say *which* job and *what* arguments; this operator adds, at run time only:
+the application file, the ``spark_apps`` zip as ``--py-files``, the connector jars
+(``SPARK_CONNECTOR_JARS``), the Cassandra contact points from ``cassandra_default`` and the
+S3 / OpenSearch endpoints as environment variables (secrets never appear on the command line).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+
+from spark_apps.packaging import build_py_files, job_path
+
+
+class SparkJobOperator(SparkSubmitOperator):
+    ui_color = "#f4a460"
+
+    def __init__(
+        self,
+        *,
+        job: str,
+        job_args: Sequence[str] = (),
+        spark_conn_id: str = "spark_default",
+        cassandra_conn_id: str = "cassandra_default",
+        s3_conn_id: str | None = "s3_default",
+        opensearch_conn_id: str | None = "opensearch_default",
+        driver_memory: str = "1g",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            application=str(job_path(job)),
+            application_args=list(job_args),
+            conn_id=spark_conn_id,
+            name=f"mailplatform-{job}",
+            driver_memory=driver_memory,
+            **kwargs,
+        )
+        self.job = job
+        self.cassandra_conn_id = cassandra_conn_id
+        self.s3_conn_id = s3_conn_id
+        self.opensearch_conn_id = opensearch_conn_id
+
+    def _connection_settings(self) -> tuple[dict[str, str], list[str], dict[str, str]]:
+        conf: dict[str, str] = {"spark.ui.enabled": "false"}
+        args: list[str] = []
+        env: dict[str, str] = {}
+        cass = BaseHook.get_connection(self.cassandra_conn_id)
+        args += ["--cassandra-hosts", cass.host or "127.0.0.1", "--cassandra-port", str(cass.port or 9042)]
+        if cass.schema:
+            args += ["--keyspace", cass.schema]
+        if self.s3_conn_id:
+            s3 = BaseHook.get_connection(self.s3_conn_id)
+            extra = s3.extra_dejson
+            env.update({"S3_ENDPOINT": extra.get("endpoint_url", ""), "S3_ACCESS_KEY": s3.login or "",
+                        "S3_SECRET_KEY": s3.password or "", "S3_REGION": extra.get("region_name", "us-east-1")})
+        if self.opensearch_conn_id:
+            osc = BaseHook.get_connection(self.opensearch_conn_id)
+            env["OPENSEARCH_URL"] = f"{osc.schema or 'http'}://{osc.host}:{osc.port or 9200}"
+        return conf, args, env
+
+    def execute(self, context: Any) -> None:
+        conf, conn_args, env = self._connection_settings()
+        self.conf = {**conf, **(self.conf or {})}
+        # Explicit job arguments come last so a DAG can still override a connection default.
+        self.application_args = [*conn_args, *(self.application_args or [])]
+        self.env_vars = {**env, **(self.env_vars or {})}
+        jars = os.environ.get("SPARK_CONNECTOR_JARS", "")
+        if jars:
+            self.jars = ",".join(filter(None, [jars, self.jars or ""]))
+        with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
+            self.py_files = str(build_py_files(Path(tmp)))
+            super().execute(context)

@@ -1,0 +1,1 @@
+"""PySpark applications of the maintenance platform: one module per job in ``jobs/``."""

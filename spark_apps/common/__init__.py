@@ -1,0 +1,1 @@
+"""Small library shared by the Spark jobs: session building, settings, reports."""

@@ -1,0 +1,32 @@
+"""Ship the ``spark_apps`` package to the driver and executors as a ``--py-files`` zip.
+
+spark-submit puts only the application's own directory on ``sys.path``; the jobs import
+``spark_apps.common``, so the package travels with every submission (on a cluster too).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+JOBS_DIR = PACKAGE_DIR / "jobs"
+
+
+def job_path(job: str) -> Path:
+    """The application file of ``job``; raises for a name that is not a job module."""
+    path = JOBS_DIR / f"{job}.py"
+    if not job.isidentifier() or not path.is_file():
+        known = sorted(p.stem for p in JOBS_DIR.glob("*.py") if p.stem != "__init__")
+        raise ValueError(f"unknown Spark job {job!r}; known jobs: {known}")
+    return path
+
+
+def build_py_files(dest_dir: Path) -> Path:
+    """Zip the package (sources only) into ``dest_dir/spark_apps.zip`` and return its path."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / "spark_apps.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for file in sorted(PACKAGE_DIR.rglob("*.py")):
+            zf.write(file, Path("spark_apps") / file.relative_to(PACKAGE_DIR))
+    return target

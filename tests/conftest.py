@@ -1,0 +1,93 @@
+"""Session-wide test setup.
+
+Airflow reads its configuration when first imported, so the test Airflow (SQLite database
+under ``.stack/pytest-airflow``, this repository's dags/ and plugins/) is configured here at
+import time, before any test module imports it. The production stack's Airflow database is
+never touched by tests, even when ``.stack/env.sh`` was sourced.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+STACK_HOME = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
+AIRFLOW_TEST_HOME = STACK_HOME / "pytest-airflow"
+AIRFLOW_TEST_HOME.mkdir(parents=True, exist_ok=True)
+
+os.environ.update({
+    "AIRFLOW_HOME": str(AIRFLOW_TEST_HOME),
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_TEST_HOME / 'airflow.db'}",
+    "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+    "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(AIRFLOW_TEST_HOME / "logs"),
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), str(REPO / "plugins"), os.environ.get("PYTHONPATH")])),
+})
+# spark-submit and the airflow CLI are console scripts of this virtualenv.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+from include.connections import airflow_connections  # noqa: E402
+from include.stack import artifacts  # noqa: E402
+from include.stack.endpoints import Endpoints  # noqa: E402
+from include.stack.settings import StackSettings  # noqa: E402
+from tests.support.stack import StackUnavailable, resolve, wait_until_answering  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Endpoints]:
+    """The real backing services, once per session. Unreachable means failure, never skip."""
+    with ExitStack() as resources:
+        try:
+            ep, source = resolve(resources)
+            wait_until_answering(ep)
+        except StackUnavailable as exc:
+            pytest.fail(f"backing services unavailable: {exc}", pytrace=False)
+        os.environ.update(ep.to_env())
+        os.environ.update(airflow_connections(ep))
+        print(f"\n[stack] services from {source}: cassandra {ep.cassandra_hosts}:{ep.cassandra_port}, "
+              f"opensearch {ep.opensearch_url}, s3 {ep.s3_endpoint}, rabbitmq {ep.rabbitmq_management_url}")
+        yield ep
+
+
+@pytest.fixture(scope="session")
+def unique() -> str:
+    """A short token to keep names of one test session apart from another's."""
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="session")
+def spark_env(stack: Endpoints) -> dict[str, str]:
+    """Environment for spark-submit / pyspark: JDK 17, connector jars, endpoints."""
+    settings = StackSettings()
+    jars = artifacts.spark_jars(settings)
+    if not jars:
+        pytest.fail("Spark connector jars missing: run `make bootstrap` (python -m include.stack fetch)",
+                    pytrace=False)
+    env = dict(os.environ)
+    env.update({
+        "JAVA_HOME": settings.java_home,
+        "SPARK_CONNECTOR_JARS": ",".join(str(j) for j in jars),
+        "SPARK_LOCAL_DIRS": str(STACK_HOME / "spark-tmp"),
+    })
+    os.environ.update({k: env[k] for k in ("JAVA_HOME", "SPARK_CONNECTOR_JARS", "SPARK_LOCAL_DIRS")})
+    (STACK_HOME / "spark-tmp").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """Airflow's metadata database for ``dag.test()``: SQLite, migrated once per session."""
+    result = subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
+                            capture_output=True, text=True, env=dict(os.environ), timeout=900)
+    if result.returncode != 0:
+        pytest.fail("airflow db migrate failed:\n" + result.stdout[-3000:] + result.stderr[-3000:], pytrace=False)
+    return AIRFLOW_TEST_HOME / "airflow.db"
