@@ -21,6 +21,7 @@ logs:
 	@$(PY) -m include.stack logs
 
 test: bootstrap       ## the whole suite against real services (starts the backends it needs)
+	@$(PY) -m ruff check .
 	@$(PY) -m include.stack up --profile backends
 	@$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -66,14 +66,18 @@ def urls(manager: StackManager) -> str:
         "Services (all on loopback):",
         f"  Cassandra CQL        {s.host}:{s.ports.cassandra}",
         f"  OpenSearch           http://{s.host}:{s.ports.opensearch}",
-        f"  S3 (S3Proxy)         http://{s.host}:{s.ports.s3}   access key {c.s3_access_key} / secret {c.s3_secret_key}",
+        f"  S3 (S3Proxy)         http://{s.host}:{s.ports.s3}"
+        f"   access key {c.s3_access_key} / secret {c.s3_secret_key}",
         f"  RabbitMQ AMQP        amqp://{s.host}:{s.ports.amqp}   user {c.amqp_user} / {c.amqp_password}",
-        f"  RabbitMQ management  http://{s.host}:{s.ports.rabbitmq_management}   user {c.amqp_user} / {c.amqp_password}",
+        f"  RabbitMQ management  http://{s.host}:{s.ports.rabbitmq_management}"
+        f"   user {c.amqp_user} / {c.amqp_password}",
     ]
     if airflow.pids():
+        password = airflow.admin_password() or f"(see {airflow.passwords_file})"
         lines += [
-            f"  PostgreSQL           {s.host}:{s.ports.postgres}   db {c.postgres_db}, user {c.postgres_user} / {c.postgres_password}",
-            f"  Airflow UI/API       http://{s.host}:{s.ports.airflow}   user {c.airflow_user} / {airflow.admin_password() or '(see ' + str(airflow.passwords_file) + ')'}",
+            f"  PostgreSQL           {s.host}:{s.ports.postgres}"
+            f"   db {c.postgres_db}, user {c.postgres_user} / {c.postgres_password}",
+            f"  Airflow UI/API       http://{s.host}:{s.ports.airflow}   user {c.airflow_user} / {password}",
         ]
     lines += [
         f"Data and logs under {s.root}; `source {s.root / 'env.sh'}` to use the airflow CLI.",

@@ -90,9 +90,9 @@ class StackManager:
         airflow = self.services["airflow"]
         assert isinstance(airflow, Airflow)
         env = airflow.env()
+        endpoint_vars = Endpoints.from_settings(self.settings).to_env()
         keep = {k: v for k, v in env.items()
-                if k.startswith(("AIRFLOW", "SPARK_", "JAVA_HOME")) or k in Endpoints.from_settings(self.settings).to_env()
-                or k in ("PYTHONPATH",)}
+                if k.startswith(("AIRFLOW", "SPARK_", "JAVA_HOME")) or k in endpoint_vars or k == "PYTHONPATH"}
         keep["STACK_HOME"] = str(self.settings.root)
         return keep
 
@@ -110,6 +110,7 @@ def format_status(rows: list) -> str:
     for h in rows:
         state = "healthy" if h.healthy else ("UNHEALTHY" if h.running else "stopped")
         total += h.rss
-        out.append(f"{h.name:<11} {state:<9} {h.pid or '-':>7} {processes.human_bytes(h.rss) if h.rss else '-':>10}  {h.detail}")
+        rss = processes.human_bytes(h.rss) if h.rss else "-"
+        out.append(f"{h.name:<11} {state:<9} {h.pid or '-':>7} {rss:>10}  {h.detail}")
     out.append(f"{'total':<11} {'':<9} {'':>7} {processes.human_bytes(total):>10}")
     return "\n".join(out)

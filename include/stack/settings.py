@@ -80,7 +80,8 @@ class StackSettings:
 
     @property
     def jars_dir(self) -> Path:
-        return self.root / "lib"
+        # Shareable between stacks (a second stack for tests need not download again).
+        return Path(os.environ.get("STACK_LIB_HOME") or self.root / "lib").resolve()
 
     @property
     def java(self) -> str:

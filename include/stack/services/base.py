@@ -45,7 +45,7 @@ class Service(ABC):
         return [self.log_file]
 
     # -- lifecycle ------------------------------------------------------------------------
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 - optional hook, most services need it
         """Download artifacts, write configuration, create directories. Idempotent."""
 
     @abstractmethod
