@@ -36,7 +36,7 @@ class RabbitMQ(Service):
         env = dict(os.environ)
         env.update({
             "HOME": str(h / "home"),  # the Erlang cookie lives in $HOME
-            "RABBITMQ_NODENAME": "rabbit@localhost",
+            "RABBITMQ_NODENAME": os.environ.get("STACK_RABBITMQ_NODENAME", "rabbit@localhost"),
             "RABBITMQ_USE_LONGNAME": "false",
             "RABBITMQ_CONFIG_FILE": str(h / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(h / "enabled_plugins"),
