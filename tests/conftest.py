@@ -91,3 +91,40 @@ def airflow_db() -> Path:
     if result.returncode != 0:
         pytest.fail("airflow db migrate failed:\n" + result.stdout[-3000:] + result.stderr[-3000:], pytrace=False)
     return AIRFLOW_TEST_HOME / "airflow.db"
+
+
+@pytest.fixture(scope="session")
+def cassandra_config(stack: Endpoints, unique: str):
+    from mailserver.cassandra.config import CassandraConfig
+
+    return CassandraConfig(hosts=tuple(stack.cassandra_hosts.split(",")), port=stack.cassandra_port,
+                           keyspace=f"test_{unique}")
+
+
+@pytest.fixture(scope="session")
+def cassandra(cassandra_config):
+    """One keyspace with the whole James schema for the test session (created once, dropped at the end).
+
+    Tests share it: they isolate themselves with unique users, mailboxes and ids, never by
+    assuming empty tables.
+    """
+    from mailserver.cassandra.schema import create_schema
+    from mailserver.cassandra.session import CassandraSession
+
+    bootstrap = CassandraSession.connect(cassandra_config, use_keyspace=False)
+    try:
+        create_schema(bootstrap.session, cassandra_config)
+    finally:
+        bootstrap.close()
+    session = CassandraSession.connect(cassandra_config)
+    yield session
+    session.session.execute(f"DROP KEYSPACE IF EXISTS {cassandra_config.keyspace}")
+    session.close()
+
+
+@pytest.fixture
+def faults(cassandra):
+    """The fault seam of the session keyspace, cleared after each test."""
+    cassandra.faults.clear()
+    yield cassandra.faults
+    cassandra.faults.clear()

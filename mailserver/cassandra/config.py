@@ -1,0 +1,61 @@
+"""Cassandra connection settings, from the environment or explicit values."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+_IDENTIFIER = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
+
+
+def validate_identifier(name: str, what: str = "identifier") -> str:
+    if not _IDENTIFIER.match(name or ""):
+        raise ValueError(f"invalid {what} {name!r}: letters, digits and _ only, 48 characters at most")
+    return name
+
+
+@dataclass(frozen=True)
+class CassandraConfig:
+    hosts: tuple[str, ...] = ("127.0.0.1",)
+    port: int = 9042
+    keyspace: str = "james_keyspace"
+    # SimpleStrategy with 1 replica locally; production: {"class": "NetworkTopologyStrategy", "dc1": 3}
+    replication: Mapping[str, str | int] = field(
+        default_factory=lambda: {"class": "SimpleStrategy", "replication_factor": 1})
+    username: str | None = None
+    password: str | None = None
+    local_dc: str | None = None
+    request_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        validate_identifier(self.keyspace, "keyspace name")
+        if "class" not in self.replication:
+            raise ValueError("replication needs a 'class' (SimpleStrategy or NetworkTopologyStrategy)")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> CassandraConfig:
+        env = os.environ if env is None else env
+        values: dict = {
+            "hosts": tuple(h.strip() for h in env.get("CASSANDRA_HOSTS", "127.0.0.1").split(",") if h.strip()),
+            "port": int(env.get("CASSANDRA_PORT", "9042")),
+            "keyspace": env.get("CASSANDRA_KEYSPACE", "james_keyspace"),
+            "username": env.get("CASSANDRA_USERNAME") or None,
+            "password": env.get("CASSANDRA_PASSWORD") or None,
+            "local_dc": env.get("CASSANDRA_LOCAL_DC") or None,
+        }
+        if env.get("CASSANDRA_REPLICATION"):
+            # "NetworkTopologyStrategy:dc1=3,dc2=3" or "SimpleStrategy:1"
+            strategy, _, spec = env["CASSANDRA_REPLICATION"].partition(":")
+            if strategy == "SimpleStrategy":
+                values["replication"] = {"class": strategy, "replication_factor": int(spec or 1)}
+            else:
+                values["replication"] = {"class": strategy, **{k: int(v) for k, v in
+                                                               (p.split("=") for p in spec.split(",") if p)}}
+        values.update(overrides)
+        return cls(**values)
+
+    def replication_cql(self) -> str:
+        parts = [f"'{k}': '{v}'" if isinstance(v, str) else f"'{k}': {v}" for k, v in self.replication.items()]
+        return "{" + ", ".join(parts) + "}"

@@ -1,0 +1,91 @@
+"""A thin wrapper over the DataStax driver session used by every Cassandra adapter.
+
+Why a wrapper: one place for consistency levels (QUORUM for normal statements, SERIAL for
+lightweight transactions as James does), prepared-statement caching, and the fault seam.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from cassandra import ConsistencyLevel
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
+from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra.query import PreparedStatement, dict_factory
+
+from mailserver.cassandra.config import CassandraConfig
+from mailserver.cassandra.faults import FaultInjector
+
+LWT_PROFILE = "lwt"
+
+
+class CassandraSession:
+    def __init__(self, cluster: Cluster, session: Session, config: CassandraConfig) -> None:
+        self.cluster = cluster
+        self.session = session
+        self.config = config
+        self.keyspace = config.keyspace
+        self.faults = FaultInjector()
+        self._prepared: dict[str, PreparedStatement] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def connect(cls, config: CassandraConfig, *, use_keyspace: bool = True) -> CassandraSession:
+        policy = TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=config.local_dc))
+        profiles = {
+            EXEC_PROFILE_DEFAULT: ExecutionProfile(
+                load_balancing_policy=policy, consistency_level=ConsistencyLevel.QUORUM,
+                serial_consistency_level=ConsistencyLevel.SERIAL, request_timeout=config.request_timeout,
+                row_factory=dict_factory),
+            # "STRONG" reads in James: SERIAL consistency, so an in-flight LWT is completed first.
+            LWT_PROFILE: ExecutionProfile(
+                load_balancing_policy=policy, consistency_level=ConsistencyLevel.SERIAL,
+                serial_consistency_level=ConsistencyLevel.SERIAL, request_timeout=config.request_timeout,
+                row_factory=dict_factory),
+        }
+        auth = PlainTextAuthProvider(config.username, config.password) if config.username else None
+        cluster = Cluster(list(config.hosts), port=config.port, auth_provider=auth,
+                          execution_profiles=profiles, protocol_version=5, connect_timeout=10)
+        session = cluster.connect()
+        if use_keyspace:
+            session.set_keyspace(config.keyspace)
+        return cls(cluster, session, config)
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+    def __enter__(self) -> CassandraSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def prepare(self, cql: str) -> PreparedStatement:
+        with self._lock:
+            stmt = self._prepared.get(cql)
+        if stmt is None:
+            stmt = self.session.prepare(cql)
+            with self._lock:
+                self._prepared[cql] = stmt
+        return stmt
+
+    def execute(self, cql: str, params: Sequence[Any] | dict | None = None, *, strong: bool = False,
+                prepared: bool = True) -> list[dict[str, Any]]:
+        """Run a statement; rows as dicts. ``strong`` reads at SERIAL consistency (James's STRONG)."""
+        self.faults.check(cql)
+        profile = LWT_PROFILE if strong else EXEC_PROFILE_DEFAULT
+        statement = self.prepare(cql) if prepared and params is not None else cql
+        return list(self.session.execute(statement, params, execution_profile=profile))
+
+    def execute_lwt(self, cql: str, params: Sequence[Any] | None = None) -> bool:
+        """A conditional statement (IF NOT EXISTS / IF col = ?); True when applied."""
+        self.faults.check(cql)
+        rows = list(self.session.execute(self.prepare(cql), params))
+        return bool(rows and rows[0].get("[applied]"))
+
+    def one(self, cql: str, params: Sequence[Any] | None = None, *, strong: bool = False) -> dict[str, Any] | None:
+        rows = self.execute(cql, params, strong=strong)
+        return rows[0] if rows else None
