@@ -1,0 +1,1 @@
+"""Mailbox event bus: a port, an in-process implementation, and the group listeners."""

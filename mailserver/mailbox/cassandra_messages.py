@@ -1,0 +1,213 @@
+"""Message storage on James's tables, in James's write order (CassandraMessageMapper).
+
+add:    imapUidTable (truth, LWT) -> messageIdTable (projection) -> index tables and counters
+flags:  imapUidTable ``IF modSeq = old`` (LWT) -> messageIdTable -> index tables and counters
+delete: imapUidTable -> messageIdTable -> index tables and counters
+A failure between two of these writes leaves exactly the inconsistencies the operator guide
+describes, which the maintenance procedures then repair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from mailserver.cassandra.session import CassandraSession
+from mailserver.mailbox.errors import ConcurrentModification
+from mailserver.mailbox.store import MailboxCounters, MessageStore
+from mailserver.model.flags import Flags, SystemFlag
+from mailserver.model.ids import MailboxId, MessageId
+from mailserver.model.message import Attachment, MessageContent, MessageMetadata
+
+FLAG_COLUMNS = {flag: "flag" + flag.value for flag in SystemFlag}  # flagSeen, ... (stored lower-cased)
+METADATA_COLUMNS = ["threadId", "modSeq", *FLAG_COLUMNS.values(), "flagUser", "userFlags", "internalDate",
+                    "save_date", "bodyStartOctet", "fullContentOctets", "headerContent"]
+LWT_RETRIES = 100
+
+
+def metadata_values(m: MessageMetadata) -> list:
+    flags = [m.flags.has(flag) for flag in FLAG_COLUMNS]
+    return [m.thread_id.value, m.mod_seq, *flags, bool(m.flags.user), set(m.flags.user) or None,
+            m.internal_date, m.save_date, m.body_start_octet, m.size, m.header_blob_id]
+
+
+def row_to_metadata(row: dict) -> MessageMetadata:
+    system = frozenset(flag for flag, col in FLAG_COLUMNS.items() if row.get(col.lower()))
+    return MessageMetadata(
+        mailbox_id=MailboxId(row["mailboxid"]), message_id=MessageId(row["messageid"]), uid=row["uid"],
+        mod_seq=row["modseq"], flags=Flags(system, frozenset(row.get("userflags") or ())),
+        thread_id=MessageId(row["threadid"] or row["messageid"]), internal_date=row["internaldate"],
+        save_date=row.get("save_date"), body_start_octet=row["bodystartoctet"],
+        size=row["fullcontentoctets"], header_blob_id=row["headercontent"])
+
+
+class CassandraMessageStore(MessageStore):
+    def __init__(self, session: CassandraSession) -> None:
+        self.s = session
+        cols = ", ".join(METADATA_COLUMNS)
+        marks = ", ".join("?" for _ in METADATA_COLUMNS)
+        self._insert_imap_uid = (f"INSERT INTO imapUidTable (messageId, mailboxId, uid, {cols}) "
+                                 f"VALUES (?, ?, ?, {marks}) IF NOT EXISTS")
+        sets = ", ".join(f"{c} = ?" for c in METADATA_COLUMNS)
+        self._update_message_id = f"UPDATE messageIdTable SET messageId = ?, {sets} WHERE mailboxId = ? AND uid = ?"
+        flag_sets = ", ".join(f"{c} = ?" for c in [*FLAG_COLUMNS.values(), "flagUser", "userFlags", "modSeq"])
+        self._update_imap_uid_flags = (f"UPDATE imapUidTable SET {flag_sets} WHERE messageId = ? AND mailboxId = ? "
+                                       "AND uid = ? IF modSeq = ?")
+        self._update_message_id_flags = f"UPDATE messageIdTable SET {flag_sets} WHERE mailboxId = ? AND uid = ?"
+
+    # -- generators (LWT compare-and-set, as CassandraUidProvider / CassandraModSeqProvider) -----
+    def _allocate(self, table: str, column: str, mailbox_id: MailboxId, count: int) -> int:
+        for _ in range(LWT_RETRIES):
+            row = self.s.one(f"SELECT {column} FROM {table} WHERE mailboxId = ?", (mailbox_id.value,), strong=True)
+            if row is None:
+                if self.s.execute_lwt(f"INSERT INTO {table} (mailboxId, {column}) VALUES (?, ?) IF NOT EXISTS",
+                                      (mailbox_id.value, count)):
+                    return 1
+                continue
+            current = row[column.lower()]
+            if self.s.execute_lwt(f"UPDATE {table} SET {column} = ? WHERE mailboxId = ? IF {column} = ?",
+                                  (current + count, mailbox_id.value, current)):
+                return current + 1
+        raise ConcurrentModification(f"could not allocate {column} for mailbox {mailbox_id}")
+
+    def next_uid(self, mailbox_id: MailboxId, count: int = 1) -> int:
+        return self._allocate("messageCounter", "nextUid", mailbox_id, count)
+
+    def next_modseq(self, mailbox_id: MailboxId) -> int:
+        return self._allocate("modseq", "nextModseq", mailbox_id, 1)
+
+    # -- messageV3 ---------------------------------------------------------------------------
+    def save_content(self, content: MessageContent) -> None:
+        attachments = [(a.id, a.name, a.cid, a.is_inline) for a in content.attachments] or None
+        self.s.execute("INSERT INTO messageV3 (messageId, internalDate, bodyStartOctet, bodyOctets, fullContentOctets, "
+                       "bodyContent, headerContent, attachments) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (content.message_id.value, content.internal_date, content.body_start_octet, content.body_octets,
+                        content.full_content_octets, content.body_blob_id, content.header_blob_id, attachments))
+        for a in content.attachments:
+            self.s.execute("INSERT INTO attachmentV2 (idAsUUID, id, blobId, type, message_id, size) "
+                           "VALUES (?, ?, ?, ?, ?, ?)",
+                           (_attachment_uuid(a.id), a.id, a.blob_id, a.content_type, content.message_id.value, a.size))
+
+    def get_content(self, message_id: MessageId) -> MessageContent | None:
+        row = self.s.one("SELECT * FROM messageV3 WHERE messageId = ?", (message_id.value,))
+        if row is None:
+            return None
+        attachments = []
+        for a in row.get("attachments") or []:
+            info = self.s.one("SELECT blobId, type, size FROM attachmentV2 WHERE idAsUUID = ?",
+                              (_attachment_uuid(a.id),)) or {}
+            attachments.append(Attachment(a.id, a.name, a.cid, bool(a.isinline), info.get("blobid", ""),
+                                          info.get("type", "application/octet-stream"), info.get("size", 0)))
+        return MessageContent(message_id, row["internaldate"], row["bodystartoctet"], row["fullcontentoctets"],
+                              row["headercontent"], row["bodycontent"], tuple(attachments))
+
+    def delete_content(self, message_id: MessageId) -> None:
+        content = self.get_content(message_id)
+        for a in content.attachments if content else ():
+            self.s.execute("DELETE FROM attachmentV2 WHERE idAsUUID = ?", (_attachment_uuid(a.id),))
+        self.s.execute("DELETE FROM messageV3 WHERE messageId = ?", (message_id.value,))
+
+    # -- per-mailbox rows ------------------------------------------------------------------------
+    def add(self, m: MessageMetadata) -> None:
+        values = metadata_values(m)
+        if not self.s.execute_lwt(self._insert_imap_uid, (m.message_id.value, m.mailbox_id.value, m.uid, *values)):
+            raise ConcurrentModification(f"uid {m.uid} already used in mailbox {m.mailbox_id}")
+        self.s.execute(self._update_message_id, (m.message_id.value, *values, m.mailbox_id.value, m.uid))
+        self._index_added(m)
+
+    def update_flags(self, old: MessageMetadata, new: MessageMetadata) -> bool:
+        values = self._flag_values(new)
+        if not self.s.execute_lwt(self._update_imap_uid_flags,
+                                  (*values, old.message_id.value, old.mailbox_id.value, old.uid, old.mod_seq)):
+            return False
+        self.s.execute(self._update_message_id_flags, (*values, new.mailbox_id.value, new.uid))
+        self._index_flags_changed(old, new)
+        return True
+
+    def delete(self, m: MessageMetadata) -> None:
+        self.s.execute("DELETE FROM imapUidTable WHERE messageId = ? AND mailboxId = ? AND uid = ?",
+                       (m.message_id.value, m.mailbox_id.value, m.uid))
+        self.s.execute("DELETE FROM messageIdTable WHERE mailboxId = ? AND uid = ?", (m.mailbox_id.value, m.uid))
+        self._index_removed(m)
+
+    @staticmethod
+    def _flag_values(m: MessageMetadata) -> list:
+        return [*(m.flags.has(f) for f in FLAG_COLUMNS), bool(m.flags.user), set(m.flags.user) or None, m.mod_seq]
+
+    # -- index tables (CassandraIndexTableHandler) ------------------------------------------------
+    def _index_added(self, m: MessageMetadata) -> None:
+        mailbox, uid = m.mailbox_id.value, m.uid
+        if m.flags.has(SystemFlag.DELETED):
+            self.s.execute("INSERT INTO messageDeleted (mailboxId, uid) VALUES (?, ?)", (mailbox, uid))
+        if m.flags.has(SystemFlag.RECENT):
+            self.s.execute("INSERT INTO mailboxRecents (mailboxId, recent_mesage_uid) VALUES (?, ?)", (mailbox, uid))
+        if not m.flags.has(SystemFlag.SEEN):
+            self.s.execute("INSERT INTO firstUnseen (mailboxId, uid) VALUES (?, ?)", (mailbox, uid))
+        if m.flags.user:
+            self.s.execute("UPDATE applicableFlag SET userFlags = userFlags + ? WHERE mailboxId = ?",
+                           (set(m.flags.user), mailbox))
+        self._count(m.mailbox_id, 1, 0 if m.flags.has(SystemFlag.SEEN) else 1)
+
+    def _index_removed(self, m: MessageMetadata) -> None:
+        mailbox, uid = m.mailbox_id.value, m.uid
+        self.s.execute("DELETE FROM messageDeleted WHERE mailboxId = ? AND uid = ?", (mailbox, uid))
+        self.s.execute("DELETE FROM mailboxRecents WHERE mailboxId = ? AND recent_mesage_uid = ?", (mailbox, uid))
+        self.s.execute("DELETE FROM firstUnseen WHERE mailboxId = ? AND uid = ?", (mailbox, uid))
+        self._count(m.mailbox_id, -1, 0 if m.flags.has(SystemFlag.SEEN) else -1)
+
+    def _index_flags_changed(self, old: MessageMetadata, new: MessageMetadata) -> None:
+        mailbox, uid = new.mailbox_id.value, new.uid
+        for flag, table, column in ((SystemFlag.DELETED, "messageDeleted", "uid"),
+                                    (SystemFlag.RECENT, "mailboxRecents", "recent_mesage_uid")):
+            if new.flags.has(flag) and not old.flags.has(flag):
+                self.s.execute(f"INSERT INTO {table} (mailboxId, {column}) VALUES (?, ?)", (mailbox, uid))
+            elif old.flags.has(flag) and not new.flags.has(flag):
+                self.s.execute(f"DELETE FROM {table} WHERE mailboxId = ? AND {column} = ?", (mailbox, uid))
+        was_seen, is_seen = old.flags.has(SystemFlag.SEEN), new.flags.has(SystemFlag.SEEN)
+        if was_seen and not is_seen:
+            self.s.execute("INSERT INTO firstUnseen (mailboxId, uid) VALUES (?, ?)", (mailbox, uid))
+            self._count(new.mailbox_id, 0, 1)
+        elif is_seen and not was_seen:
+            self.s.execute("DELETE FROM firstUnseen WHERE mailboxId = ? AND uid = ?", (mailbox, uid))
+            self._count(new.mailbox_id, 0, -1)
+        added_user_flags = new.flags.user - old.flags.user
+        if added_user_flags:
+            self.s.execute("UPDATE applicableFlag SET userFlags = userFlags + ? WHERE mailboxId = ?",
+                           (set(added_user_flags), mailbox))
+
+    def _count(self, mailbox_id: MailboxId, count: int, unseen: int) -> None:
+        if count or unseen:
+            self.s.execute("UPDATE mailboxCounters SET count = count + ?, unseen = unseen + ? WHERE mailboxId = ?",
+                           (count, unseen, mailbox_id.value))
+
+    # -- reads -----------------------------------------------------------------------------------
+    def list(self, mailbox_id: MailboxId, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
+        rows = self.s.execute("SELECT * FROM messageIdTable WHERE mailboxId = ? AND uid >= ? AND uid <= ?",
+                              (mailbox_id.value, uid_from, uid_to if uid_to is not None else 2**63 - 1))
+        # A row without messageId is a partial write (CQL UPDATE): James drops it on read.
+        return [row_to_metadata(r) for r in rows if r.get("messageid") is not None]
+
+    def find_by_message_id(self, message_id: MessageId) -> list[MessageMetadata]:
+        return [row_to_metadata(r) for r in
+                self.s.execute("SELECT * FROM imapUidTable WHERE messageId = ?", (message_id.value,))]
+
+    def deleted_uids(self, mailbox_id: MailboxId) -> list[int]:
+        return [r["uid"] for r in self.s.execute("SELECT uid FROM messageDeleted WHERE mailboxId = ?",
+                                                 (mailbox_id.value,))]
+
+    def counters(self, mailbox_id: MailboxId) -> MailboxCounters:
+        row = self.s.one("SELECT count, unseen FROM mailboxCounters WHERE mailboxId = ?", (mailbox_id.value,))
+        return MailboxCounters(row["count"] or 0, row["unseen"] or 0) if row else MailboxCounters(0, 0)
+
+    def clear_mailbox_indexes(self, mailbox_id: MailboxId) -> None:
+        # messageCounter and modseq rows stay, as in James (a deleted id is never reused).
+        for table in ("messageDeleted", "mailboxRecents", "firstUnseen", "applicableFlag", "mailboxCounters"):
+            self.s.execute(f"DELETE FROM {table} WHERE mailboxId = ?", (mailbox_id.value,))
+
+
+def _attachment_uuid(attachment_id: str) -> uuid.UUID:
+    # James: UUID.nameUUIDFromBytes(utf8(id)), a type-3 (MD5) UUID without namespace.
+    digest = bytearray(hashlib.md5(attachment_id.encode(), usedforsecurity=False).digest())
+    digest[6] = (digest[6] & 0x0F) | 0x30
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    return uuid.UUID(bytes=bytes(digest))

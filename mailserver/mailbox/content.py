@@ -1,0 +1,121 @@
+"""Split an RFC 5322 message into header and body as a stream, and compute its fast view.
+
+James stores a message as two blobs (header, body) plus ``bodyStartOctet``. The split reads
+the input in chunks: only the header (bounded) is held in memory, the body is spooled to a
+temporary file, so a 50 MB message never sits whole in memory.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from email.parser import BytesParser
+from typing import BinaryIO
+
+CHUNK = 64 * 1024
+MAX_HEADER_BYTES = 1024 * 1024
+SPOOL_IN_MEMORY = 1024 * 1024
+PREVIEW_LENGTH = 256
+PREVIEW_SCAN_BYTES = 1024 * 1024  # the fast view looks at the first MiB only (see preview())
+
+
+class MalformedMessage(ValueError):
+    pass
+
+
+@dataclass
+class SplitMessage:
+    header: bytes
+    body: BinaryIO          # positioned at 0, spooled to disk past SPOOL_IN_MEMORY
+    body_start_octet: int
+    size: int
+
+    def close(self) -> None:
+        self.body.close()
+
+
+def _chunks(source: bytes | BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+        for i in range(0, len(data), CHUNK):
+            yield data[i:i + CHUNK]
+    elif hasattr(source, "read"):
+        while chunk := source.read(CHUNK):  # type: ignore[union-attr]
+            yield chunk
+    else:
+        yield from source  # type: ignore[misc]
+
+
+_SEPARATOR = re.compile(rb"\r?\n\r?\n")
+
+
+def split(source: bytes | BinaryIO | Iterable[bytes]) -> SplitMessage:
+    """Header = everything up to and including the first empty line; the rest is the body."""
+    buffer = bytearray()
+    chunks = iter(_chunks(source))
+    header_end = -1
+    for chunk in chunks:
+        buffer += chunk
+        match = _SEPARATOR.search(buffer)
+        if match:
+            header_end = match.end()
+            break
+        if len(buffer) > MAX_HEADER_BYTES:
+            raise MalformedMessage(f"no end of header within {MAX_HEADER_BYTES} bytes")
+    if not buffer:
+        raise MalformedMessage("empty message")
+    if header_end < 0:  # a message with no body: all header
+        header_end = len(buffer)
+    header = bytes(buffer[:header_end])
+    if b":" not in header.split(b"\n", 1)[0]:
+        raise MalformedMessage("the first line is not a header field")
+    body = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # owned (closed) by SplitMessage
+    body.write(buffer[header_end:])
+    for chunk in chunks:
+        body.write(chunk)
+    size = header_end + body.tell()
+    body.seek(0)
+    return SplitMessage(header, body, header_end, size)
+
+
+def preview(raw_prefix: bytes) -> tuple[str, bool]:
+    """(preview, has_attachment) from the first bytes of a message.
+
+    The preview is the first 256 characters of meaningful text (text/plain preferred, HTML
+    stripped otherwise), whitespace collapsed, as James's fast view. Only the first MiB is
+    parsed: enough for the text part and the MIME headers of the parts that follow it.
+    """
+    msg = BytesParser(policy=email.policy.default).parsebytes(raw_prefix[:PREVIEW_SCAN_BYTES])
+    has_attachment = False
+    text_plain: str | None = None
+    text_html: str | None = None
+    for part in msg.walk():
+        if part.is_multipart():
+            continue
+        disposition = part.get_content_disposition()
+        if disposition == "attachment" or (disposition == "inline" and part.get_filename()):
+            has_attachment = True
+            continue
+        ctype = part.get_content_type()
+        try:
+            content = part.get_content() if ctype.startswith("text/") else None
+        except (LookupError, ValueError):  # unknown charset or broken encoding: best effort
+            content = part.get_payload(decode=True).decode("utf-8", "replace") if ctype.startswith("text/") else None
+        if ctype == "text/plain" and text_plain is None:
+            text_plain = content
+        elif ctype == "text/html" and text_html is None:
+            text_html = content
+        elif not ctype.startswith("text/") and part.get_filename():
+            has_attachment = True
+    text = text_plain if text_plain is not None else _strip_html(text_html or "")
+    return " ".join(text.split())[:PREVIEW_LENGTH], has_attachment
+
+
+def _strip_html(html: str) -> str:
+    import html as html_lib
+
+    without_blocks = re.sub(r"(?is)<(script|style).*?</\1>", " ", html)
+    return html_lib.unescape(re.sub(r"(?s)<[^>]+>", " ", without_blocks))

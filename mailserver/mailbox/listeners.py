@@ -1,0 +1,102 @@
+"""Group listeners of the mailbox layer (James's names): quota, fast view, message deletion.
+
+James runs them asynchronously on the event bus; the in-process bus runs them synchronously,
+the RabbitMQ bus will run them from durable group queues. They must be idempotent enough to
+be retried, and they are where the guide's "current quota" and "fast view" projections live.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mailserver.blob.api import BlobStore
+from mailserver.events.api import EventListener
+from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
+from mailserver.mailbox.store import FastViewStore, MessageStore, QuotaStore
+from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent
+from mailserver.model.quota import QuotaRoot, QuotaUsage
+
+log = logging.getLogger(__name__)
+
+
+class CurrentQuotaUpdater(EventListener):
+    """ListeningCurrentQuotaUpdater: +/- count and size on Added, Expunged and MailboxDeletion."""
+
+    group = "org.apache.james.mailbox.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
+
+    def __init__(self, quota: QuotaStore) -> None:
+        self.quota = quota
+
+    def accepts(self, event: MailboxEvent) -> bool:
+        return isinstance(event, Added | Expunged | MailboxDeletion)
+
+    def handle(self, event: MailboxEvent) -> None:
+        root = QuotaRoot.for_user(event.user)
+        if isinstance(event, Added):
+            self.quota.increase(root, QuotaUsage(len(event.added), sum(m.size for m in event.added)))
+        elif isinstance(event, Expunged):
+            self.quota.increase(root, -QuotaUsage(len(event.expunged), sum(m.size for m in event.expunged)))
+        elif isinstance(event, MailboxDeletion) and event.deleted_message_count:
+            self.quota.increase(root, -QuotaUsage(event.deleted_message_count, event.total_deleted_size))
+
+
+class FastViewProjectionListener(EventListener):
+    """ComputeMessageFastViewProjectionListener: preview and hasAttachment of new content."""
+
+    group = ("org.apache.james.jmap.event.ComputeMessageFastViewProjectionListener"
+             "$ComputeMessageFastViewProjectionListenerGroup")
+
+    def __init__(self, messages: MessageStore, blobs: BlobStore, fast_view: FastViewStore) -> None:
+        self.messages, self.blobs, self.fast_view = messages, blobs, fast_view
+
+    def accepts(self, event: MailboxEvent) -> bool:
+        return isinstance(event, Added) and event.is_appended  # copies and moves reuse the entry
+
+    def handle(self, event: MailboxEvent) -> None:
+        assert isinstance(event, Added)
+        for metadata in event.added:
+            content = self.messages.get_content(metadata.message_id)
+            if content is None:
+                continue
+            prefix = read_prefix(self.blobs, content.header_blob_id, content.body_blob_id, PREVIEW_SCAN_BYTES)
+            text, has_attachment = preview(prefix)
+            self.fast_view.store(metadata.message_id, text, has_attachment)
+
+
+class DeleteMessageListener(EventListener):
+    """Removes what no mailbox references any more (ADR 0029): content rows and the fast view.
+
+    Blobs are deduplicated, so they are left to the blob garbage collector, as in James.
+    """
+
+    group = "org.apache.james.mailbox.cassandra.DeleteMessageListener$DeleteMessageListenerGroup"
+
+    def __init__(self, messages: MessageStore, fast_view: FastViewStore) -> None:
+        self.messages, self.fast_view = messages, fast_view
+
+    def accepts(self, event: MailboxEvent) -> bool:
+        return isinstance(event, Expunged | MailboxDeletion)
+
+    def handle(self, event: MailboxEvent) -> None:
+        if isinstance(event, Expunged):
+            if event.moved_to is not None:
+                return  # a move keeps the content referenced
+            for metadata in event.expunged:
+                self._delete_if_unreferenced(metadata.message_id)
+        elif isinstance(event, MailboxDeletion):
+            for metadata in self.messages.list(event.mailbox_id):
+                self.messages.delete(metadata)
+                self._delete_if_unreferenced(metadata.message_id)
+            self.messages.clear_mailbox_indexes(event.mailbox_id)
+
+    def _delete_if_unreferenced(self, message_id) -> None:
+        if not self.messages.find_by_message_id(message_id):
+            self.messages.delete_content(message_id)
+            self.fast_view.delete(message_id)
+
+
+def read_prefix(blobs: BlobStore, header_blob_id: str, body_blob_id: str, limit: int) -> bytes:
+    bucket = blobs.default_bucket
+    header = blobs.read(bucket, header_blob_id)
+    with blobs.read_stream(bucket, body_blob_id) as body:
+        return header + body.read(max(0, limit - len(header)))

@@ -1,0 +1,316 @@
+"""The mailbox manager: what IMAP, JMAP, LocalDelivery and WebAdmin call.
+
+Rules live here, storage in the ports: paths and hierarchy, uid and modseq allocation, quota
+enforcement, the order of writes (content, then the truth, then projections) and the events
+that drive the group listeners (current quota, fast view, deletion cleanup).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import BinaryIO
+
+from mailserver.blob.api import BlobStore, StoragePolicy
+from mailserver.events.api import EventBus
+from mailserver.mailbox import content as message_content
+from mailserver.mailbox.errors import (
+    ConcurrentModification,
+    InboxCannotBeRenamedOrDeleted,
+    MailboxExists,
+    MailboxHasChildren,
+    MailboxNotFound,
+    MessageNotFound,
+    OverQuota,
+)
+from mailserver.mailbox.store import MailboxCounters, MailboxStore, MessageStore, QuotaStore
+from mailserver.model.address import Username
+from mailserver.model.events import (
+    Added,
+    Expunged,
+    FlagsUpdated,
+    MailboxAdded,
+    MailboxDeletion,
+    MailboxRenamed,
+    MessageMoveEvent,
+    UpdatedFlags,
+)
+from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from mailserver.model.ids import MailboxId, MessageId
+from mailserver.model.mailbox import INBOX, Mailbox, MailboxPath
+from mailserver.model.message import ComposedMessageId, MessageContent, MessageMetadata
+from mailserver.model.quota import QuotaRoot, QuotaUsage
+
+FLAG_UPDATE_RETRIES = 20
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    id: ComposedMessageId
+    size: int
+    metadata: MessageMetadata
+
+
+class MailboxManager:
+    def __init__(self, mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, blobs: BlobStore,
+                 events: EventBus, *, write_guard: Callable[[], None] | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.mailboxes, self.messages, self.quota, self.blobs, self.events = mailboxes, messages, quota, blobs, events
+        self._guard = write_guard or (lambda: None)
+        self._now = clock
+
+    # ------------------------------------------------------------------ mailboxes
+    def create_mailbox(self, path: MailboxPath) -> MailboxId:
+        """Create ``path`` and its missing parents; MailboxExists when ``path`` itself exists."""
+        self._guard()
+        if self.mailboxes.find_by_path(path) is not None:
+            raise MailboxExists(path)
+        created: list[Mailbox] = []
+        for parent in path.parents():
+            if self.mailboxes.find_by_path(parent) is None:
+                try:
+                    created.append(self.mailboxes.create(parent, _uid_validity()))
+                except MailboxExists:
+                    pass  # created concurrently: fine for a parent
+        mailbox = self.mailboxes.create(path, _uid_validity())
+        created.append(mailbox)
+        self.events.dispatch(*(MailboxAdded(user=m.path.user, path=m.path, mailbox_id=m.id) for m in created))
+        return mailbox.id
+
+    def get_mailbox(self, path: MailboxPath) -> Mailbox:
+        mailbox = self.mailboxes.find_by_path(path)
+        if mailbox is None:
+            raise MailboxNotFound(path)
+        return mailbox
+
+    def get_mailbox_by_id(self, mailbox_id: MailboxId) -> Mailbox:
+        mailbox = self.mailboxes.find_by_id(mailbox_id)
+        if mailbox is None:
+            raise MailboxNotFound(mailbox_id)
+        return mailbox
+
+    def list_mailboxes(self, user: Username) -> list[Mailbox]:
+        return sorted(self.mailboxes.list_for_user(user), key=lambda m: m.path.name)
+
+    def mailbox_exists(self, path: MailboxPath) -> bool:
+        return self.mailboxes.find_by_path(path) is not None
+
+    def _children(self, mailbox: Mailbox) -> list[Mailbox]:
+        return [m for m in self.mailboxes.list_for_user(mailbox.path.user, mailbox.path.namespace)
+                if m.path.is_descendant_of(mailbox.path)]
+
+    def rename_mailbox(self, source: MailboxPath, target: MailboxPath) -> None:
+        """Rename ``source`` and every child under it; missing parents of ``target`` are created."""
+        self._guard()
+        if source.name == INBOX:
+            raise InboxCannotBeRenamedOrDeleted(source)
+        mailbox = self.get_mailbox(source)
+        if self.mailboxes.find_by_path(target) is not None:
+            raise MailboxExists(target)
+        if target.is_descendant_of(source):
+            raise MailboxExists(f"{target} (a mailbox cannot be moved under itself)")
+        for parent in target.parents():
+            if self.mailboxes.find_by_path(parent) is None:
+                self.create_mailbox(parent)
+        events = []
+        for m in [mailbox, *self._children(mailbox)]:
+            new_path = target if m.id == mailbox.id else m.path.renamed_under(source, target)
+            renamed = self.mailboxes.rename(m, new_path)
+            events.append(MailboxRenamed(user=m.path.user, path=m.path, new_path=renamed.path, mailbox_id=m.id))
+        self.events.dispatch(*events)
+
+    def delete_mailbox(self, path: MailboxPath, *, recursive: bool = False) -> None:
+        self._guard()
+        if path.name == INBOX and not recursive:
+            raise InboxCannotBeRenamedOrDeleted(path)
+        mailbox = self.get_mailbox(path)
+        children = self._children(mailbox)
+        if children and not recursive:
+            raise MailboxHasChildren(path)
+        # Deepest first, so a crash never leaves a child without its parent.
+        for m in sorted([mailbox, *children], key=lambda m: m.path.name.count("."), reverse=True):
+            messages = self.messages.list(m.id)
+            self.mailboxes.delete(m)
+            self.events.dispatch(MailboxDeletion(
+                user=m.path.user, path=m.path, mailbox_id=m.id, quota_root=QuotaRoot.for_user(m.path.user),
+                deleted_message_count=len(messages), total_deleted_size=sum(x.size for x in messages)))
+
+    def counters(self, path: MailboxPath) -> MailboxCounters:
+        return self.messages.counters(self.get_mailbox(path).id)
+
+    # ------------------------------------------------------------------ messages
+    def append(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], *,
+               internal_date: datetime | None = None, flags: Flags | None = None,
+               is_delivery: bool = False) -> AppendResult:
+        """Store a message; the content is streamed to the blob store, never held whole in memory."""
+        self._guard()
+        mailbox = self.get_mailbox(path)
+        parts = message_content.split(raw)  # MalformedMessage before anything is written
+        try:
+            self._check_quota(path.user, QuotaUsage(1, parts.size))
+            bucket = self.blobs.default_bucket
+            header_blob = self.blobs.save(bucket, parts.header, StoragePolicy.SIZE_BASED)
+            body_blob = self.blobs.save(bucket, parts.body, StoragePolicy.LOW_COST)
+        finally:
+            parts.close()
+        now = self._now()
+        message_id = MessageId.generate()
+        self.messages.save_content(MessageContent(
+            message_id=message_id, internal_date=internal_date or now, body_start_octet=parts.body_start_octet,
+            full_content_octets=parts.size, header_blob_id=str(header_blob), body_blob_id=str(body_blob)))
+        flags = flags or Flags()
+        if is_delivery:
+            flags = Flags(flags.system | {SystemFlag.RECENT}, flags.user)
+        metadata = MessageMetadata(
+            mailbox_id=mailbox.id, message_id=message_id, uid=self.messages.next_uid(mailbox.id),
+            mod_seq=self.messages.next_modseq(mailbox.id), flags=flags, thread_id=message_id,
+            internal_date=internal_date or now, save_date=now, body_start_octet=parts.body_start_octet,
+            size=parts.size, header_blob_id=str(header_blob))
+        self.messages.add(metadata)
+        self.events.dispatch(Added(user=path.user, path=mailbox.path, mailbox_id=mailbox.id, added=(metadata,),
+                                   is_delivery=is_delivery, is_appended=True))
+        return AppendResult(metadata.composed_id, parts.size, metadata)
+
+    def get_messages(self, path: MailboxPath, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
+        return self.messages.list(self.get_mailbox(path).id, uid_from, uid_to)
+
+    def find_message(self, message_id: MessageId) -> list[MessageMetadata]:
+        return self.messages.find_by_message_id(message_id)
+
+    def read_message(self, message_id: MessageId) -> bytes:
+        content = self.messages.get_content(message_id)
+        if content is None:
+            raise MessageNotFound(f"message {message_id} not found")
+        bucket = self.blobs.default_bucket
+        return self.blobs.read(bucket, content.header_blob_id) + self.blobs.read(bucket, content.body_blob_id)
+
+    def _select(self, mailbox: Mailbox, uids: Sequence[int] | None) -> list[MessageMetadata]:
+        rows = self.messages.list(mailbox.id)
+        if uids is None:
+            return rows
+        wanted = set(uids)
+        return [m for m in rows if m.uid in wanted]
+
+    def _check_quota(self, user: Username, delta: QuotaUsage) -> None:
+        root = QuotaRoot.for_user(user)
+        limits = self.quota.limits(root)
+        if limits.count is None and limits.size is None:
+            return
+        after = self.quota.current(root) + delta
+        over = limits.exceeded_by(after)
+        if over:
+            raise OverQuota(root.value, [o.value for o in over], after, limits)
+
+    def copy(self, source: MailboxPath, target: MailboxPath,
+             uids: Sequence[int] | None = None) -> list[ComposedMessageId]:
+        return self._copy(source, target, uids, move=False)
+
+    def move(self, source: MailboxPath, target: MailboxPath,
+             uids: Sequence[int] | None = None) -> list[ComposedMessageId]:
+        return self._copy(source, target, uids, move=True)
+
+    def _copy(self, source: MailboxPath, target: MailboxPath, uids: Sequence[int] | None,
+              move: bool) -> list[ComposedMessageId]:
+        self._guard()
+        src, dst = self.get_mailbox(source), self.get_mailbox(target)
+        selected = self._select(src, uids)
+        if not selected:
+            return []
+        same_root = QuotaRoot.for_user(src.path.user) == QuotaRoot.for_user(dst.path.user)
+        if not (move and same_root):
+            self._check_quota(dst.path.user, QuotaUsage(len(selected), sum(m.size for m in selected)))
+        first_uid = self.messages.next_uid(dst.id, len(selected))
+        now = self._now()
+        copies = []
+        for offset, m in enumerate(selected):
+            flags = Flags(m.flags.system | {SystemFlag.RECENT}, m.flags.user)
+            copy = MessageMetadata(
+                mailbox_id=dst.id, message_id=m.message_id, uid=first_uid + offset,
+                mod_seq=self.messages.next_modseq(dst.id), flags=flags, thread_id=m.thread_id,
+                internal_date=m.internal_date, save_date=now, body_start_octet=m.body_start_octet,
+                size=m.size, header_blob_id=m.header_blob_id)
+            self.messages.add(copy)
+            copies.append(copy)
+        events: list = [Added(user=dst.path.user, path=dst.path, mailbox_id=dst.id, added=tuple(copies),
+                              is_appended=False, moved_from=src.id if move else None)]
+        if move:
+            for m in selected:
+                self.messages.delete(m)
+            events.append(Expunged(user=src.path.user, path=src.path, mailbox_id=src.id,
+                                   expunged=tuple(selected), moved_to=dst.id))
+            events.append(MessageMoveEvent(user=src.path.user, previous_mailbox_ids=(src.id,),
+                                           target_mailbox_ids=(dst.id,),
+                                           message_ids=tuple(m.message_id for m in selected)))
+        self.events.dispatch(*events)
+        return [c.composed_id for c in copies]
+
+    def set_flags(self, path: MailboxPath, flags: Flags, mode: FlagsUpdateMode,
+                  uids: Sequence[int] | None = None) -> list[UpdatedFlags]:
+        self._guard()
+        mailbox = self.get_mailbox(path)
+        updated: list[UpdatedFlags] = []
+        for m in self._select(mailbox, uids):
+            result = self._update_one(m, flags, mode)
+            if result is not None:
+                updated.append(result)
+        if updated:
+            self.events.dispatch(FlagsUpdated(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
+                                              updated=tuple(updated)))
+        return updated
+
+    def _update_one(self, current: MessageMetadata, flags: Flags, mode: FlagsUpdateMode) -> UpdatedFlags | None:
+        for _ in range(FLAG_UPDATE_RETRIES):
+            new_flags = current.flags.apply(mode, flags)
+            if new_flags == current.flags:
+                return None
+            new = current.with_flags(new_flags, self.messages.next_modseq(current.mailbox_id))
+            if self.messages.update_flags(current, new):
+                return UpdatedFlags(new.uid, new.mod_seq, current.flags, new_flags, new.message_id)
+            # Lost the compare-and-set on modSeq: re-read the truth and apply the change again.
+            fresh = [m for m in self.messages.find_by_message_id(current.message_id)
+                     if m.mailbox_id == current.mailbox_id and m.uid == current.uid]
+            if not fresh:
+                return None
+            current = fresh[0]
+        raise ConcurrentModification(f"flags of uid {current.uid} in {current.mailbox_id} kept changing")
+
+    def expunge(self, path: MailboxPath, uids: Sequence[int] | None = None) -> list[int]:
+        """Remove messages flagged \\Deleted (all of them, or those among ``uids``)."""
+        self._guard()
+        mailbox = self.get_mailbox(path)
+        deleted = set(self.messages.deleted_uids(mailbox.id))
+        if uids is not None:
+            deleted &= set(uids)
+        victims = [m for m in self.messages.list(mailbox.id) if m.uid in deleted and m.flags.has(SystemFlag.DELETED)]
+        for m in victims:
+            self.messages.delete(m)
+        if victims:
+            self.events.dispatch(Expunged(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
+                                          expunged=tuple(victims)))
+        return [m.uid for m in victims]
+
+    def delete_messages(self, user: Username, message_ids: Iterable[MessageId]) -> int:
+        """Delete messages by id from every mailbox of ``user`` that holds them."""
+        self._guard()
+        removed = 0
+        for message_id in message_ids:
+            by_mailbox: dict[MailboxId, list[MessageMetadata]] = {}
+            for m in self.messages.find_by_message_id(message_id):
+                by_mailbox.setdefault(m.mailbox_id, []).append(m)
+            for mailbox_id, rows in by_mailbox.items():
+                mailbox = self.mailboxes.find_by_id(mailbox_id)
+                if mailbox is None or mailbox.path.user != user:
+                    continue
+                for m in rows:
+                    self.messages.delete(m)
+                    removed += 1
+                self.events.dispatch(Expunged(user=user, path=mailbox.path, mailbox_id=mailbox_id,
+                                              expunged=tuple(rows)))
+        return removed
+
+
+def _uid_validity() -> int:
+    # RFC 3501: non-zero 32-bit value that must change when uids are reassigned; random is what James does.
+    return random.randint(1, 2**31 - 1)  # noqa: S311 - not a secret

@@ -1,0 +1,137 @@
+"""Storage ports of the mailbox layer, shaped after James's mappers.
+
+The Cassandra adapter is where the James tables and their write order live (truth first,
+projections after); the memory adapter keeps plain dicts. Business rules (paths, quotas,
+events) live in ``manager.py`` and are the same for both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mailserver.model.address import Domain, Username
+from mailserver.model.ids import MailboxId, MessageId
+from mailserver.model.mailbox import Mailbox, MailboxPath
+from mailserver.model.message import MessageContent, MessageMetadata
+from mailserver.model.quota import QuotaLimits, QuotaRoot, QuotaUsage
+
+
+@dataclass(frozen=True)
+class MailboxCounters:
+    count: int
+    unseen: int
+
+
+class MailboxStore(ABC):
+    """``mailbox`` (by id) and ``mailboxPathV3`` (by path, unique)."""
+
+    @abstractmethod
+    def create(self, path: MailboxPath, uid_validity: int) -> Mailbox:
+        """Register a new mailbox; raises MailboxExists when the path is taken."""
+
+    @abstractmethod
+    def rename(self, mailbox: Mailbox, new_path: MailboxPath) -> Mailbox: ...
+
+    @abstractmethod
+    def delete(self, mailbox: Mailbox) -> None: ...
+
+    @abstractmethod
+    def find_by_path(self, path: MailboxPath) -> Mailbox | None: ...
+
+    @abstractmethod
+    def find_by_id(self, mailbox_id: MailboxId) -> Mailbox | None: ...
+
+    @abstractmethod
+    def list_for_user(self, user: Username, namespace: str = "#private") -> list[Mailbox]: ...
+
+    @abstractmethod
+    def all_mailboxes(self) -> Iterator[Mailbox]: ...
+
+
+class MessageStore(ABC):
+    """messageV3 + imapUidTable (truth) + messageIdTable and the per-mailbox index tables."""
+
+    @abstractmethod
+    def next_uid(self, mailbox_id: MailboxId, count: int = 1) -> int:
+        """Allocate ``count`` consecutive uids; returns the first."""
+
+    @abstractmethod
+    def next_modseq(self, mailbox_id: MailboxId) -> int: ...
+
+    @abstractmethod
+    def save_content(self, content: MessageContent) -> None: ...
+
+    @abstractmethod
+    def get_content(self, message_id: MessageId) -> MessageContent | None: ...
+
+    @abstractmethod
+    def delete_content(self, message_id: MessageId) -> None: ...
+
+    @abstractmethod
+    def add(self, message: MessageMetadata) -> None:
+        """Index one message in one mailbox (both tables, index tables, counters)."""
+
+    @abstractmethod
+    def update_flags(self, old: MessageMetadata, new: MessageMetadata) -> bool:
+        """Conditional on ``old.mod_seq`` (LWT); False when a concurrent update won."""
+
+    @abstractmethod
+    def delete(self, message: MessageMetadata) -> None:
+        """Remove one message from one mailbox (both tables, index tables, counters)."""
+
+    @abstractmethod
+    def list(self, mailbox_id: MailboxId, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
+        """By uid range, from the projection (messageIdTable), as IMAP does."""
+
+    @abstractmethod
+    def find_by_message_id(self, message_id: MessageId) -> list[MessageMetadata]:
+        """Every mailbox holding the message, from the truth (imapUidTable)."""
+
+    @abstractmethod
+    def deleted_uids(self, mailbox_id: MailboxId) -> list[int]: ...
+
+    @abstractmethod
+    def counters(self, mailbox_id: MailboxId) -> MailboxCounters: ...
+
+    @abstractmethod
+    def clear_mailbox_indexes(self, mailbox_id: MailboxId) -> None:
+        """Drop the per-mailbox index, counter and generator partitions of a deleted mailbox."""
+
+
+class QuotaStore(ABC):
+    """quotaCurrentValue (counters) and quotaLimit (global / domain / user)."""
+
+    @abstractmethod
+    def current(self, root: QuotaRoot) -> QuotaUsage: ...
+
+    @abstractmethod
+    def increase(self, root: QuotaRoot, delta: QuotaUsage) -> None: ...
+
+    @abstractmethod
+    def limits(self, root: QuotaRoot) -> QuotaLimits:
+        """The effective limits: user scope, else domain, else global (per type)."""
+
+    @abstractmethod
+    def set_user_limits(self, root: QuotaRoot, limits: QuotaLimits) -> None: ...
+
+    @abstractmethod
+    def set_domain_limits(self, domain: Domain, limits: QuotaLimits) -> None: ...
+
+    @abstractmethod
+    def set_global_limits(self, limits: QuotaLimits) -> None: ...
+
+
+class FastViewStore(ABC):
+    """message_fast_view_projection: preview and hasAttachment per message id."""
+
+    @abstractmethod
+    def store(self, message_id: MessageId, preview: str, has_attachment: bool) -> None: ...
+
+    @abstractmethod
+    def retrieve(self, message_id: MessageId) -> tuple[str, bool] | None: ...
+
+    @abstractmethod
+    def delete(self, message_id: MessageId) -> None: ...
+
