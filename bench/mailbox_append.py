@@ -1,0 +1,126 @@
+"""Append N messages through the mailbox manager on Cassandra + S3; print rate and writes/message.
+
+    .venv/bin/python bench/mailbox_append.py [-n 10000] [--size 4096] [--record]
+
+Uses the local stack's endpoints (or CASSANDRA_HOSTS, S3_ENDPOINT, ... when set) and a
+throw-away keyspace and bucket, dropped at the end. ``--record`` appends the figures to
+docs/benchmarks.md with the machine and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from include.stack.endpoints import Endpoints  # noqa: E402
+from include.stack.settings import StackSettings  # noqa: E402
+from mailserver.blob.s3 import S3BlobStore, S3Config  # noqa: E402
+from mailserver.cassandra.config import CassandraConfig  # noqa: E402
+from mailserver.cassandra.faults import statement_target  # noqa: E402
+from mailserver.cassandra.schema import create_schema  # noqa: E402
+from mailserver.cassandra.session import CassandraSession  # noqa: E402
+from mailserver.mailbox.wiring import cassandra_context  # noqa: E402
+from mailserver.model.address import Username  # noqa: E402
+from mailserver.model.mailbox import MailboxPath  # noqa: E402
+
+
+class CountingSession(CassandraSession):
+    """Counts the statements that reach Cassandra, by kind and table."""
+
+    counts: Counter
+
+    def execute(self, cql, params=None, *, strong=False, prepared=True):
+        self.counts[_label(cql, strong)] += 1
+        return super().execute(cql, params, strong=strong, prepared=prepared)
+
+    def execute_lwt(self, cql, params=None):
+        self.counts[_label(cql, False) + " (LWT)"] += 1
+        return super().execute_lwt(cql, params)
+
+
+def _label(cql: str, strong: bool) -> str:
+    target = statement_target(cql)
+    if target:
+        return f"{target[0]} {target[1]}"
+    table = cql.split(" FROM ", 1)[1].split()[0] if " FROM " in cql else "?"
+    return f"SELECT {table}" + (" (SERIAL)" if strong else "")
+
+
+def make_message(i: int, size: int) -> bytes:
+    header = (f"From: sender{i % 50}@example.com\r\nTo: bench@example.com\r\nSubject: bench {i}\r\n"
+              f"Message-ID: <{uuid.uuid4()}@example.com>\r\nContent-Type: text/plain\r\n\r\n").encode()
+    line = b"Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n"
+    return header + (line * (size // len(line) + 1))[: max(0, size - len(header))] + f"{i}".encode()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("-n", type=int, default=10_000)
+    parser.add_argument("--size", type=int, default=4096, help="bytes per message")
+    parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
+    args = parser.parse_args()
+
+    ep = Endpoints.from_env() or Endpoints.from_settings(StackSettings())
+    config = CassandraConfig(hosts=tuple(ep.cassandra_hosts.split(",")), port=ep.cassandra_port,
+                             keyspace=f"bench_{uuid.uuid4().hex[:8]}")
+    bootstrap = CassandraSession.connect(config, use_keyspace=False)
+    create_schema(bootstrap.session, config)
+    bootstrap.close()
+    base = CassandraSession.connect(config)
+    session = CountingSession(base.cluster, base.session, config)
+    session.counts = Counter()
+    blobs = S3BlobStore(S3Config(endpoint_url=ep.s3_endpoint, access_key=ep.s3_access_key,
+                                 secret_key=ep.s3_secret_key, region=ep.s3_region,
+                                 default_bucket=f"bench-{uuid.uuid4().hex[:8]}"))
+    ctx = cassandra_context(session, blobs)
+    inbox = MailboxPath.inbox(Username.of("bench@example.com"))
+    ctx.manager.create_mailbox(inbox)
+    session.counts.clear()
+    started = time.perf_counter()
+    try:
+        for i in range(args.n):
+            ctx.manager.append(inbox, make_message(i, args.size))
+        elapsed = time.perf_counter() - started
+        writes = {k: v for k, v in session.counts.items() if not k.startswith("SELECT")}
+        reads = {k: v for k, v in session.counts.items() if k.startswith("SELECT")}
+        rate = args.n / elapsed
+        lines = [
+            f"### Mailbox append ({datetime.now(UTC):%Y-%m-%d}, {platform.node() or 'host'}, "
+            f"{os.cpu_count()} cores, Python {platform.python_version()})",
+            "",
+            f"`bench/mailbox_append.py -n {args.n} --size {args.size}`: {args.n} messages in {elapsed:.1f} s = "
+            f"**{rate:.0f} messages/s** (one client thread, synchronous driver calls, local single-node "
+            "Cassandra 5 and S3Proxy on the same 2-core machine).",
+            "",
+            f"Cassandra statements per message: **{sum(writes.values()) / args.n:.1f} writes** and "
+            f"{sum(reads.values()) / args.n:.1f} reads.",
+            "",
+            "| statement | per message |", "|---|---|",
+            *(f"| {k} | {v / args.n:.2f} |" for k, v in sorted(session.counts.items())),
+            "",
+        ]
+        print("\n".join(lines))
+        if args.record:
+            doc = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+            if not doc.exists():
+                doc.write_text("# Benchmarks\n\nFigures measured by the scripts in `bench/`; newest last.\n\n")
+            with doc.open("a") as out:
+                out.write("\n".join(lines) + "\n")
+        return 0
+    finally:
+        base.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}")
+        base.close()
+        blobs.delete_bucket(blobs.default_bucket)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

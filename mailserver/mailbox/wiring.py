@@ -1,0 +1,51 @@
+"""Assemble a mailbox layer (stores, bus, listeners, manager) on memory or on Cassandra + S3."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mailserver.blob.api import BlobStore
+from mailserver.cassandra.session import CassandraSession
+from mailserver.events.api import EventBus
+from mailserver.events.in_process import InProcessEventBus
+from mailserver.mailbox.cassandra_fastview import CassandraFastViewStore
+from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
+from mailserver.mailbox.cassandra_messages import CassandraMessageStore
+from mailserver.mailbox.cassandra_quota import CassandraQuotaStore
+from mailserver.mailbox.listeners import CurrentQuotaUpdater, DeleteMessageListener, FastViewProjectionListener
+from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.memory import MemoryFastViewStore, MemoryMailboxStore, MemoryMessageStore, MemoryQuotaStore
+from mailserver.mailbox.store import FastViewStore, MailboxStore, MessageStore, QuotaStore
+
+
+@dataclass
+class MailboxContext:
+    manager: MailboxManager
+    bus: EventBus
+    mailboxes: MailboxStore
+    messages: MessageStore
+    quota: QuotaStore
+    fast_view: FastViewStore
+    blobs: BlobStore
+
+
+def assemble(mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, fast_view: FastViewStore,
+             blobs: BlobStore, bus: EventBus | None = None,
+             write_guard: Callable[[], None] | None = None) -> MailboxContext:
+    bus = bus or InProcessEventBus()
+    bus.register(CurrentQuotaUpdater(quota))
+    bus.register(FastViewProjectionListener(messages, blobs, fast_view))
+    bus.register(DeleteMessageListener(messages, fast_view))
+    manager = MailboxManager(mailboxes, messages, quota, blobs, bus, write_guard=write_guard)
+    return MailboxContext(manager, bus, mailboxes, messages, quota, fast_view, blobs)
+
+
+def memory_context(blobs: BlobStore, bus: EventBus | None = None) -> MailboxContext:
+    return assemble(MemoryMailboxStore(), MemoryMessageStore(), MemoryQuotaStore(), MemoryFastViewStore(), blobs, bus)
+
+
+def cassandra_context(session: CassandraSession, blobs: BlobStore, bus: EventBus | None = None,
+                      write_guard: Callable[[], None] | None = None) -> MailboxContext:
+    return assemble(CassandraMailboxStore(session), CassandraMessageStore(session), CassandraQuotaStore(session),
+                    CassandraFastViewStore(session), blobs, bus, write_guard)
