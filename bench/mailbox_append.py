@@ -21,16 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from include.stack.endpoints import Endpoints  # noqa: E402
-from include.stack.settings import StackSettings  # noqa: E402
-from mailserver.blob.s3 import S3BlobStore, S3Config  # noqa: E402
-from mailserver.cassandra.config import CassandraConfig  # noqa: E402
-from mailserver.cassandra.faults import statement_target  # noqa: E402
-from mailserver.cassandra.schema import create_schema  # noqa: E402
-from mailserver.cassandra.session import CassandraSession  # noqa: E402
-from mailserver.mailbox.wiring import cassandra_context  # noqa: E402
-from mailserver.model.address import Username  # noqa: E402
-from mailserver.model.mailbox import MailboxPath  # noqa: E402
+from include.stack.endpoints import Endpoints
+from include.stack.settings import StackSettings
+from mailserver.blob.s3 import S3BlobStore, S3Config
+from mailserver.cassandra.config import CassandraConfig
+from mailserver.cassandra.faults import statement_target
+from mailserver.cassandra.schema import create_schema
+from mailserver.cassandra.session import CassandraSession
+from mailserver.mailbox.wiring import cassandra_context
+from mailserver.model.address import Username
+from mailserver.model.mailbox import MailboxPath
 
 
 class CountingSession(CassandraSession):

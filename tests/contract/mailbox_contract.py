@@ -173,7 +173,7 @@ class MailboxContract:
         assert {m.mailbox_id for m in ctx.manager.find_message(original.id.message_id)} == \
             {ctx.manager.get_mailbox(inbox).id, ctx.manager.get_mailbox(archive).id}
         assert ctx.quota.current(QuotaRoot.for_user(user)).count == 2
-        copy_event = [e for e in recorder.of_type(Added) if e.path == archive][0]
+        copy_event = next(e for e in recorder.of_type(Added) if e.path == archive)
         assert copy_event.is_appended is False
 
     def test_move_leaves_source_empty_and_quota_unchanged(self, ctx, recorder, inbox, user):
