@@ -1,0 +1,1 @@
+"""Local domains: the ``DomainList`` port and its memory and Cassandra adapters."""

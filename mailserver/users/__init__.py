@@ -1,0 +1,1 @@
+"""User accounts: the ``UsersRepository`` port, password hashing, memory and Cassandra adapters."""
