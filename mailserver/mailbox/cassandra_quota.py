@@ -45,6 +45,10 @@ class CassandraQuotaStore(QuotaStore):
 
     def _set(self, scope: QuotaScope, identifier: str, limits: QuotaLimits) -> None:
         for quota_type, value in ((QuotaType.COUNT, limits.count), (QuotaType.SIZE, limits.size)):
+            if value is None:  # no row = no limit at this scope (a null row would read the same, but is noise)
+                self.s.execute("DELETE FROM quotaLimit WHERE quotaScope = ? AND identifier = ? AND quotaComponent = ? "
+                               "AND quotaType = ?", (scope.value, identifier, COMPONENT, quota_type.value))
+                continue
             self.s.execute("INSERT INTO quotaLimit (quotaScope, identifier, quotaComponent, quotaType, quotaLimit) "
                            "VALUES (?, ?, ?, ?, ?)", (scope.value, identifier, COMPONENT, quota_type.value, value))
 

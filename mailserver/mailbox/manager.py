@@ -196,7 +196,7 @@ class MailboxManager:
     def _check_quota(self, user: Username, delta: QuotaUsage) -> None:
         root = QuotaRoot.for_user(user)
         limits = self.quota.limits(root)
-        if limits.count is None and limits.size is None:
+        if limits.unlimited:
             return
         after = self.quota.current(root) + delta
         over = limits.exceeded_by(after)

@@ -56,15 +56,19 @@ class QuotaUsage:
 
 @dataclass(frozen=True)
 class QuotaLimits:
-    """None means unlimited."""
+    """None means unlimited; so does a negative value (James stores -1 for "unlimited")."""
 
     count: int | None = None
     size: int | None = None
 
     def exceeded_by(self, usage: QuotaUsage) -> list[QuotaType]:
         over = []
-        if self.count is not None and usage.count > self.count:
+        if self.count is not None and self.count >= 0 and usage.count > self.count:
             over.append(QuotaType.COUNT)
-        if self.size is not None and usage.size > self.size:
+        if self.size is not None and self.size >= 0 and usage.size > self.size:
             over.append(QuotaType.SIZE)
         return over
+
+    @property
+    def unlimited(self) -> bool:
+        return all(v is None or v < 0 for v in (self.count, self.size))

@@ -43,3 +43,4 @@ def test_preview_from_html_only_and_length_limit():
     raw = b"Content-Type: text/html\r\n\r\n<style>x{}</style><div>" + b"word " * 200 + b"</div>"
     text, attachment = preview(raw)
     assert len(text) == 256 and text.startswith("word word") and not attachment
+
