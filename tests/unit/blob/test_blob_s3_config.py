@@ -1,0 +1,55 @@
+"""S3 adapter configuration and bucket naming, without a server."""
+
+from __future__ import annotations
+
+import pytest
+
+from mailserver.blob.api import BucketName
+from mailserver.blob.s3 import S3BlobStore, S3Config
+
+ENV = {"S3_ENDPOINT": "http://127.0.0.1:9000", "S3_ACCESS_KEY": "key", "S3_SECRET_KEY": "very-secret",
+       "S3_REGION": "eu-west-3"}
+
+
+def test_from_env():
+    config = S3Config.from_env(ENV)
+    assert (config.endpoint_url, config.access_key, config.secret_key, config.region) == \
+        ("http://127.0.0.1:9000", "key", "very-secret", "eu-west-3")
+    assert (config.bucket_prefix, config.default_bucket) == ("", "default")
+    assert "very-secret" not in repr(config)
+
+
+def test_from_env_defaults_and_overrides():
+    env = {k: v for k, v in ENV.items() if k != "S3_REGION"} | {"S3_BUCKET_PREFIX": "prod-"}
+    config = S3Config.from_env(env, default_bucket="mail")
+    assert (config.region, config.bucket_prefix, config.default_bucket) == ("us-east-1", "prod-", "mail")
+
+
+def test_from_env_names_what_is_missing():
+    with pytest.raises(ValueError, match="S3_ACCESS_KEY, S3_SECRET_KEY"):
+        S3Config.from_env({"S3_ENDPOINT": "http://x"})
+
+
+@pytest.mark.parametrize("kwargs", [{"bucket_prefix": "Bad_"}, {"default_bucket": "No"}, {"part_size": 1024},
+                                    {"max_concurrency": 0}])
+def test_invalid_config(kwargs):
+    with pytest.raises(ValueError):
+        S3Config("http://x", "k", "s", **kwargs)
+
+
+def test_prefix_applies_to_every_bucket_but_the_default_one():
+    store = S3BlobStore(S3Config("http://x", "k", "s", bucket_prefix="p1-", default_bucket="mail-default"),
+                        client=object())
+    assert store.resolve(BucketName("deleted-messages-2026-11-01")) == "p1-deleted-messages-2026-11-01"
+    assert store.resolve(store.default_bucket) == "mail-default"  # James's namespace: never prefixed
+    assert store._unresolve("p1-abc") == BucketName("abc")
+    assert store._unresolve("mail-default") == store.default_bucket
+    assert store._unresolve("other-abc") is None
+    with pytest.raises(ValueError, match="prefix 'p1-'"):
+        store.read("x" * 62, "blob")
+
+
+def test_uploads_hold_a_bounded_number_of_parts():
+    store = S3BlobStore(S3Config("http://x", "k", "s", max_concurrency=3), client=object())
+    assert store._transfer.max_in_memory_upload_chunks == 3
+    assert store._transfer.multipart_chunksize == store.config.part_size
