@@ -189,6 +189,9 @@ TABLES: tuple[Table, ...] = (
       ["owner", "messageId"], {"owner": "text", "messageId": "text", "bucketName": "text", "blobId": "text"}),
     t("userPerBucket", "vault", "Vault: users having data in a month bucket.", ["bucketName"],
       {"bucketName": "text", "user": "text"}, ck=["user"]),
+    # -- administration -------------------------------------------------------------------------
+    t("maintenance_mode", "admin", "Source of truth: cluster-wide maintenance switch (one row, key 'cluster').",
+      ["key"], {"key": "text", "enabled": "boolean", "since": "timestamp", "reason": "text", "updated_by": "text"}),
     # -- schema version -------------------------------------------------------------------------
     t("schemaVersion", "schema", "Schema version history; the current version is the maximum value.",
       ["key"], {"key": "timeuuid", "value": "int"}, ck=["value"]),

@@ -16,6 +16,7 @@ from typing import BinaryIO
 from mailserver.blob.api import BlobStore, StoragePolicy
 from mailserver.events.api import EventBus
 from mailserver.mailbox import content as message_content
+from mailserver.mailbox.acl import AclStore
 from mailserver.mailbox.errors import (
     ConcurrentModification,
     InboxCannotBeRenamedOrDeleted,
@@ -26,11 +27,13 @@ from mailserver.mailbox.errors import (
     OverQuota,
 )
 from mailserver.mailbox.store import MailboxCounters, MailboxStore, MessageStore, QuotaStore
+from mailserver.model import acl as acl_model
 from mailserver.model.address import Username
 from mailserver.model.events import (
     Added,
     Expunged,
     FlagsUpdated,
+    MailboxACLUpdated,
     MailboxAdded,
     MailboxDeletion,
     MailboxRenamed,
@@ -55,9 +58,10 @@ class AppendResult:
 
 class MailboxManager:
     def __init__(self, mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, blobs: BlobStore,
-                 events: EventBus, *, write_guard: Callable[[], None] | None = None,
+                 events: EventBus, acl: AclStore, *, write_guard: Callable[[], None] | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.mailboxes, self.messages, self.quota, self.blobs, self.events = mailboxes, messages, quota, blobs, events
+        self.acl = acl
         self._guard = write_guard or (lambda: None)
         self._now = clock
 
@@ -132,10 +136,26 @@ class MailboxManager:
         # Deepest first, so a crash never leaves a child without its parent.
         for m in sorted([mailbox, *children], key=lambda m: m.path.name.count("."), reverse=True):
             messages = self.messages.list(m.id)
+            rights = self.acl.get(m.id)
             self.mailboxes.delete(m)
+            self.acl.delete(m.id)
             self.events.dispatch(MailboxDeletion(
                 user=m.path.user, path=m.path, mailbox_id=m.id, quota_root=QuotaRoot.for_user(m.path.user),
-                deleted_message_count=len(messages), total_deleted_size=sum(x.size for x in messages)))
+                deleted_message_count=len(messages), total_deleted_size=sum(x.size for x in messages), acl=rights))
+
+    def get_acl(self, path: MailboxPath) -> dict[str, str]:
+        return self.acl.get(self.get_mailbox(path).id)
+
+    def set_rights(self, path: MailboxPath, key: str, rights: str) -> dict[str, str]:
+        """Grant ``rights`` (RFC 4314 letters) to entry ``key``; empty ``rights`` removes the entry."""
+        self._guard()
+        mailbox = self.get_mailbox(path)
+        old, new = self.acl.set_rights(mailbox.id, key, rights)
+        if old != new:
+            added, removed = acl_model.diff(old, new)
+            self.events.dispatch(MailboxACLUpdated(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
+                                                   added=added, removed=removed))
+        return new
 
     def counters(self, path: MailboxPath) -> MailboxCounters:
         return self.messages.counters(self.get_mailbox(path).id)

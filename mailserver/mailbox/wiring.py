@@ -9,6 +9,8 @@ from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.events.api import EventBus
 from mailserver.events.in_process import InProcessEventBus
+from mailserver.eventsourcing.cassandra import CassandraEventStore
+from mailserver.mailbox.acl import AclStore, EventSourcedAclStore, MemoryAclStore
 from mailserver.mailbox.cassandra_fastview import CassandraFastViewStore
 from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
 from mailserver.mailbox.cassandra_messages import CassandraMessageStore
@@ -28,24 +30,28 @@ class MailboxContext:
     quota: QuotaStore
     fast_view: FastViewStore
     blobs: BlobStore
+    acl: AclStore
 
 
 def assemble(mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, fast_view: FastViewStore,
-             blobs: BlobStore, bus: EventBus | None = None,
+             blobs: BlobStore, acl: AclStore, bus: EventBus | None = None,
              write_guard: Callable[[], None] | None = None) -> MailboxContext:
     bus = bus or InProcessEventBus()
     bus.register(CurrentQuotaUpdater(quota))
     bus.register(FastViewProjectionListener(messages, blobs, fast_view))
     bus.register(DeleteMessageListener(messages, fast_view))
-    manager = MailboxManager(mailboxes, messages, quota, blobs, bus, write_guard=write_guard)
-    return MailboxContext(manager, bus, mailboxes, messages, quota, fast_view, blobs)
+    manager = MailboxManager(mailboxes, messages, quota, blobs, bus, acl, write_guard=write_guard)
+    return MailboxContext(manager, bus, mailboxes, messages, quota, fast_view, blobs, acl)
 
 
-def memory_context(blobs: BlobStore, bus: EventBus | None = None) -> MailboxContext:
-    return assemble(MemoryMailboxStore(), MemoryMessageStore(), MemoryQuotaStore(), MemoryFastViewStore(), blobs, bus)
+def memory_context(blobs: BlobStore, bus: EventBus | None = None,
+                   write_guard: Callable[[], None] | None = None) -> MailboxContext:
+    return assemble(MemoryMailboxStore(), MemoryMessageStore(), MemoryQuotaStore(), MemoryFastViewStore(), blobs,
+                    MemoryAclStore(), bus, write_guard)
 
 
 def cassandra_context(session: CassandraSession, blobs: BlobStore, bus: EventBus | None = None,
                       write_guard: Callable[[], None] | None = None) -> MailboxContext:
     return assemble(CassandraMailboxStore(session), CassandraMessageStore(session), CassandraQuotaStore(session),
-                    CassandraFastViewStore(session), blobs, bus, write_guard)
+                    CassandraFastViewStore(session), blobs, EventSourcedAclStore(session, CassandraEventStore(session)),
+                    bus, write_guard)

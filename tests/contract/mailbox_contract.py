@@ -21,11 +21,13 @@ from mailserver.mailbox.errors import (
     OverQuota,
 )
 from mailserver.mailbox.store import MailboxCounters
+from mailserver.model.acl import InvalidAcl
 from mailserver.model.address import Username
 from mailserver.model.events import (
     Added,
     Expunged,
     FlagsUpdated,
+    MailboxACLUpdated,
     MailboxAdded,
     MailboxDeletion,
     MailboxRenamed,
@@ -117,6 +119,23 @@ class MailboxContract:
                      if e.user == user}
         assert deletions == {"Lists": 0, "Lists.Python": 1}
         assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(0, 0)
+
+    def test_acl_set_read_remove_and_event(self, ctx, recorder, user):
+        path = MailboxPath.of(user, "Shared")
+        ctx.manager.create_mailbox(path)
+        ctx.manager.set_rights(path, "alice@example.com", "rl")
+        ctx.manager.set_rights(path, "-bob@example.com", "w")
+        assert ctx.manager.get_acl(path) == {"alice@example.com": "lr", "-bob@example.com": "w"}
+        ctx.manager.set_rights(path, "alice@example.com", "")
+        assert ctx.manager.get_acl(path) == {"-bob@example.com": "w"}
+        updates = [e for e in recorder.of_type(MailboxACLUpdated) if e.user == user]
+        assert [(e.added, e.removed) for e in updates] == [
+            ({"alice@example.com": "lr"}, {}), ({"-bob@example.com": "w"}, {}), ({}, {"alice@example.com": "lr"})]
+        with pytest.raises(InvalidAcl):
+            ctx.manager.set_rights(path, "alice@example.com", "lrz")
+        ctx.manager.delete_mailbox(path)
+        deletion = next(e for e in recorder.of_type(MailboxDeletion) if e.path == path)
+        assert deletion.acl == {"-bob@example.com": "w"}
 
     # ---------------------------------------------------------------- append and read
     def test_append_allocates_increasing_uids_and_modseqs_and_reads_back(self, ctx, inbox):

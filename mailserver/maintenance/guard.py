@@ -1,0 +1,68 @@
+"""The hot-path view of maintenance mode: a cached read plus the two guards callers use.
+
+Why a cache: ``writes_allowed`` runs on every mailbox write and ``smtp_allowed`` on every SMTP
+transaction; querying Cassandra each time would double the load of the hot path for a switch
+that changes a few times a year. The state is re-read at most every ``ttl`` seconds, so a
+switch made on another node takes effect here within ``ttl`` (a couple of seconds).
+
+If the store cannot be read the last known state is kept (fail-static): a Cassandra hiccup
+must neither stop all writes nor silently end a maintenance window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from mailserver.mailbox.errors import MaintenanceMode
+from mailserver.maintenance.api import MaintenanceState, MaintenanceStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL = 2.0
+
+
+class MaintenanceGuard:
+    def __init__(self, store: MaintenanceStore, *, ttl: float = DEFAULT_TTL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._state: MaintenanceState | None = None
+        self._read_at = 0.0
+
+    def state(self) -> MaintenanceState:
+        now = self._clock()
+        with self._lock:
+            if self._state is not None and now - self._read_at < self.ttl:
+                return self._state
+        try:
+            fresh = self.store.get()
+        except Exception:
+            log.warning("cannot read the maintenance mode state; keeping the last known one", exc_info=True)
+            with self._lock:
+                self._read_at = now   # do not hammer a failing store either
+                return self._state or MaintenanceState.off()
+        with self._lock:
+            self._state, self._read_at = fresh, now
+            return fresh
+
+    def invalidate(self) -> None:
+        """Forget the cached state (after this node changed it, so it applies here at once)."""
+        with self._lock:
+            self._state = None
+
+    def writes_allowed(self) -> None:
+        """The mailbox manager's ``write_guard``: raises ``MaintenanceMode`` while maintenance is on."""
+        state = self.state()
+        if state.enabled:
+            since = state.since.isoformat() if state.since else "an unknown time"
+            raise MaintenanceMode(f"the cluster is in maintenance mode since {since}"
+                                  + (f" ({state.reason})" if state.reason else "") + "; writes are refused")
+
+    def smtp_allowed(self) -> bool:
+        """For the SMTP server: False while maintenance is on (answer 421 and close)."""
+        return not self.state().enabled

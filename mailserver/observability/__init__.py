@@ -1,0 +1,1 @@
+"""Health checks, Prometheus metrics and structured logs, shaped as James exposes them."""

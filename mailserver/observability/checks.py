@@ -1,0 +1,129 @@
+"""The concrete health checks of the distributed server, named exactly as James names them.
+
+Monitoring probes select on the component names (``Cassandra backend`` ...), so they are the
+upstream strings; ``MaintenanceMode`` is ours (James has no maintenance switch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from mailserver.maintenance.guard import MaintenanceGuard
+from mailserver.observability.health import HealthCheck, Result, Status
+
+CASSANDRA = "Cassandra backend"
+OPENSEARCH = "OpenSearch Backend"
+RABBITMQ = "RabbitMQ backend"
+OBJECT_STORAGE = "ObjectStorage"
+MAINTENANCE = "MaintenanceMode"
+
+PROBE_TIMEOUT = 3.0
+MIN_RABBITMQ = (3, 8, 1)
+
+
+class CassandraHealthCheck(HealthCheck):
+    name = CASSANDRA
+
+    def __init__(self, session: Any) -> None:
+        self.session = session   # a CassandraSession
+
+    def check(self) -> Result:
+        # The query James runs: it needs a live coordinator, not only an open socket.
+        self.session.execute("SELECT now() FROM system.local")
+        return self.healthy()
+
+
+class OpenSearchHealthCheck(HealthCheck):
+    """Cluster health: red is unhealthy, yellow and green are healthy (as James)."""
+
+    name = OPENSEARCH
+
+    def __init__(self, url: str, *, timeout: float = PROBE_TIMEOUT, verify: bool = True) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.verify = verify
+
+    def check(self) -> Result:
+        response = httpx.get(f"{self.url}/_cluster/health", timeout=self.timeout, verify=self.verify)
+        response.raise_for_status()
+        status = response.json().get("status")
+        if status == "red":
+            return self.unhealthy("OpenSearch cluster health is red")
+        return self.healthy()
+
+
+class RabbitMQHealthCheck(HealthCheck):
+    """A connection and a channel can be opened, and the broker is at least 3.8.1 (as James)."""
+
+    name = RABBITMQ
+
+    def __init__(self, amqp_url: str, *, timeout: float = PROBE_TIMEOUT) -> None:
+        self.amqp_url = amqp_url
+        self.timeout = timeout
+
+    def check(self) -> Result:
+        import pika
+
+        params = pika.URLParameters(self.amqp_url)
+        params.connection_attempts = 1
+        params.retry_delay = 0
+        params.socket_timeout = self.timeout
+        params.stack_timeout = self.timeout
+        params.blocked_connection_timeout = self.timeout
+        connection = pika.BlockingConnection(params)
+        try:
+            channel = connection.channel()
+            channel.close()
+            version = _version(connection)
+        finally:
+            connection.close()
+        if version is not None and version < MIN_RABBITMQ:
+            return self.unhealthy(f"RabbitMQ {'.'.join(map(str, version))} is older than 3.8.1")
+        return self.healthy()
+
+
+def _version(connection: Any) -> tuple[int, ...] | None:
+    props = getattr(getattr(connection, "_impl", None), "server_properties", None) or {}
+    raw = props.get("version")
+    if isinstance(raw, bytes):
+        raw = raw.decode("ascii", "replace")
+    try:
+        return tuple(int(p) for p in str(raw).split(".")[:3])
+    except (TypeError, ValueError):
+        return None
+
+
+class ObjectStorageHealthCheck(HealthCheck):
+    """Listing buckets answers (James: within 10 s; our runner's deadline applies)."""
+
+    name = OBJECT_STORAGE
+
+    def __init__(self, s3_client: Any) -> None:
+        self.client = s3_client   # a boto3 S3 client, built with short timeouts and one attempt
+
+    def check(self) -> Result:
+        self.client.list_buckets()
+        return self.healthy()
+
+
+class MaintenanceHealthCheck(HealthCheck):
+    """Degraded while maintenance mode is on, so dashboards show it and strict probes fail."""
+
+    name = MAINTENANCE
+
+    def __init__(self, guard: MaintenanceGuard) -> None:
+        self.guard = guard
+
+    def check(self) -> Result:
+        state = self.guard.state()
+        if not state.enabled:
+            return self.healthy()
+        since = state.since.isoformat() if state.since else "an unknown time"
+        cause = f"maintenance mode on since {since}"
+        if state.updated_by:
+            cause += f" (by {state.updated_by})"
+        if state.reason:
+            cause += f": {state.reason}"
+        return Result(self.name, Status.DEGRADED, cause)

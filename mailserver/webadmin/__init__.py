@@ -1,0 +1,1 @@
+"""The WebAdmin HTTP API: James's routes, JSON shapes, status codes and authentication."""

@@ -1,0 +1,88 @@
+"""``create_app``: the WebAdmin FastAPI application from a ``WebAdminContext``.
+
+One HTTP middleware wraps every request, outermost first: James's logging context (``ip``,
+``host``, ``verb``, ``protocol=webadmin``, ``action``, ``user``), authentication (plain-text
+401/403), the per-route timer, and the last-resort 500 in James's JSON error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import PlainTextResponse
+
+from mailserver import __version__
+from mailserver.observability.checks import MaintenanceHealthCheck
+from mailserver.observability.health import HealthCheckRunner
+from mailserver.observability.logging import mdc
+from mailserver.webadmin import errors
+from mailserver.webadmin.auth import Authenticator, is_public
+from mailserver.webadmin.context import WebAdminContext
+from mailserver.webadmin.routes import address, domains, health, maintenance, mappings, users
+
+log = logging.getLogger(__name__)
+
+
+def create_app(ctx: WebAdminContext) -> FastAPI:
+    assert ctx.guard is not None and ctx.metrics is not None   # set by WebAdminContext.__post_init__
+    guard, metrics = ctx.guard, ctx.metrics
+    app = FastAPI(title="mailserver WebAdmin", version=__version__,
+                  description="Apache James compatible WebAdmin API of the distributed mail server.")
+    app.state.ctx = ctx
+    errors.install(app)
+
+    checks = list(ctx.health_checks)
+    if not any(isinstance(c, MaintenanceHealthCheck) for c in checks):
+        checks.append(MaintenanceHealthCheck(guard))
+    runner = HealthCheckRunner(checks, timeout=ctx.health_timeout)
+    app.state.health_runner = runner
+    app.router.add_event_handler("shutdown", runner.close)
+    metrics.track_maintenance(lambda: guard.state().enabled)
+
+    app.include_router(health.router(runner, metrics))
+    app.include_router(domains.router(ctx.domains, ctx.rrt))
+    app.include_router(users.router(ctx.users, ctx.rrt))
+    app.include_router(address.router(ctx.domains, ctx.users, ctx.rrt))
+    app.include_router(mappings.router(ctx.domains, ctx.rrt))
+    app.include_router(maintenance.router(ctx.maintenance, guard))
+
+    @app.get("/metrics", tags=["metrics"], summary="Prometheus exposition (public)")
+    def scrape() -> Response:
+        return Response(metrics.exposition(), media_type=metrics.content_type)
+
+    authenticator = Authenticator(ctx.auth)
+
+    @app.middleware("http")
+    async def per_request(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        ip = request.headers.get("x-real-ip") or (request.client.host if request.client else None)
+        path, method = request.url.path, request.method
+        with mdc(protocol="webadmin", ip=ip, host=request.url.hostname, verb=method, action=path):
+            principal = None
+            if not is_public(method, path):
+                decision = authenticator.authorize(method, request.headers)
+                if not decision.allowed:
+                    log.info("webadmin %s %s refused: %s", method, path, decision.body)
+                    return PlainTextResponse(decision.body, status_code=decision.status)
+                principal = decision.principal
+            request.state.principal = principal
+            start = time.perf_counter()
+            status = 500
+            with mdc(user=principal):
+                try:
+                    response = await call_next(request)
+                    status = response.status_code
+                    return response
+                except Exception as exc:
+                    log.error("unexpected error on %s %s", method, path, exc_info=exc)
+                    return errors.error_response(500, errors.SERVER_ERROR,
+                                                 "WebAdmin encountered an unexpected internal error",
+                                                 f"{type(exc).__name__}: {exc}")
+                finally:
+                    route = request.scope.get("route")
+                    template = getattr(route, "path", None) or "unmatched"
+                    metrics.requests.labels(method, template, str(status)).observe(time.perf_counter() - start)
+
+    return app

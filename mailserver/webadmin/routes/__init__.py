@@ -1,0 +1,1 @@
+"""One router per James route family; each is built from the ``WebAdminContext``."""

@@ -1,0 +1,38 @@
+"""``/maintenance``: our cluster-wide maintenance switch (an extension; James has none, §15)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Request
+from pydantic import BaseModel, ConfigDict, StrictStr
+
+from mailserver.maintenance.api import MaintenanceStore
+from mailserver.maintenance.guard import MaintenanceGuard
+
+
+class MaintenanceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: StrictStr | None = None
+
+
+def router(store: MaintenanceStore, guard: MaintenanceGuard) -> APIRouter:
+    api = APIRouter(tags=["maintenance"])
+
+    @api.get("/maintenance", summary="Current maintenance state (read from the store, not the cache)")
+    def get_state() -> dict[str, object]:
+        return store.get().to_json()
+
+    @api.put("/maintenance", summary="Switch maintenance mode on, cluster-wide")
+    def enable(request: Request, body: Annotated[MaintenanceRequest | None, Body()] = None) -> dict[str, object]:
+        state = store.enable(body.reason if body else None, getattr(request.state, "principal", None))
+        guard.invalidate()   # effective on this node at once; other nodes within the guard's TTL
+        return state.to_json()
+
+    @api.delete("/maintenance", summary="Switch maintenance mode off, cluster-wide")
+    def disable(request: Request) -> dict[str, object]:
+        state = store.disable(getattr(request.state, "principal", None))
+        guard.invalidate()
+        return state.to_json()
+
+    return api

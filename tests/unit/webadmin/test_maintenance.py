@@ -1,0 +1,113 @@
+"""Maintenance mode: the store, the cached guard, the routes, the mailbox write guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from mailserver.mailbox.errors import MaintenanceMode
+from mailserver.maintenance.api import MaintenanceState
+from mailserver.maintenance.guard import MaintenanceGuard
+from mailserver.maintenance.memory import MemoryMaintenanceStore
+from tests.unit.webadmin.webadmin_support import NODELETE, READONLY, error
+
+
+class CountingStore(MemoryMaintenanceStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.fail = False
+
+    def get(self) -> MaintenanceState:
+        self.reads += 1
+        if self.fail:
+            raise ConnectionError("cassandra down")
+        return super().get()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_guard_caches_for_ttl():
+    store, clock = CountingStore(), Clock()
+    guard = MaintenanceGuard(store, ttl=2.0, clock=clock)
+    for _ in range(100):
+        guard.writes_allowed()
+    assert store.reads == 1
+    store.enable("upgrade", "ops")
+    before = store.reads
+    guard.writes_allowed()   # still cached: another node's switch takes up to ttl
+    clock.now = 2.5
+    with pytest.raises(MaintenanceMode, match="upgrade"):
+        guard.writes_allowed()
+    assert guard.smtp_allowed() is False
+    assert store.reads == before + 1
+
+
+def test_guard_keeps_last_state_when_store_fails():
+    store, clock = CountingStore(), Clock()
+    guard = MaintenanceGuard(store, ttl=1.0, clock=clock)
+    store.enable(None, "ops")
+    assert guard.smtp_allowed() is False
+    store.fail = True
+    clock.now = 5
+    assert guard.smtp_allowed() is False   # fail-static: maintenance does not end on a read error
+
+
+def test_enable_keeps_since_and_disable_records_who():
+    store = MemoryMaintenanceStore()
+    first = store.enable("a", "ops1")
+    again = store.enable("b", "ops2")
+    assert (again.since, again.reason, again.updated_by) == (first.since, "b", "ops2")
+    off = store.disable("ops3")
+    assert (off.enabled, off.updated_by, off.reason) == (False, "ops3", None)
+
+
+def test_routes(client, ctx):
+    assert client.get("/maintenance").json() == {"enabled": False, "since": None, "reason": None, "updatedBy": None}
+    on = client.put("/maintenance", json={"reason": "Cassandra upgrade"})
+    assert on.status_code == 200
+    body = on.json()
+    assert (body["enabled"], body["reason"], body["updatedBy"]) == (True, "Cassandra upgrade", "admin")
+    assert body["since"].endswith("Z")
+    assert client.get("/maintenance").json() == body
+    with pytest.raises(MaintenanceMode):   # effective at once on the node that switched it
+        ctx.guard.writes_allowed()
+    assert client.put("/maintenance").status_code == 200   # no body is fine
+    assert client.delete("/maintenance").json()["enabled"] is False
+    ctx.guard.writes_allowed()
+
+
+def test_route_errors_and_tiers(client, app):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    assert error(client.put("/maintenance", json={"reason": 3}))["statusCode"] == 400
+    assert error(client.put("/maintenance", json={"why": "x"}))["statusCode"] == 400
+    assert TestClient(app, headers={"Password": READONLY}).put("/maintenance").status_code == 403
+    assert TestClient(app, headers={"Password": NODELETE}).delete("/maintenance").status_code == 403
+
+
+def test_mailbox_writes_are_refused_while_on():
+    from mailserver.blob.memory import MemoryBlobStore
+    from mailserver.mailbox.wiring import memory_context
+    from mailserver.model.address import Username
+    from mailserver.model.mailbox import MailboxPath
+
+    store = MemoryMaintenanceStore()
+    guard = MaintenanceGuard(store, ttl=0)
+    mailbox = memory_context(MemoryBlobStore(), write_guard=guard.writes_allowed).manager
+    bob = Username.of("bob@d.tld")
+    mailbox.create_mailbox(MailboxPath.of(bob, "INBOX"))
+    store.enable("restore", "ops")
+    with pytest.raises(MaintenanceMode):
+        mailbox.create_mailbox(MailboxPath.of(bob, "Archive"))
+    store.disable("ops")
+    mailbox.create_mailbox(MailboxPath.of(bob, "Archive"))

@@ -1,0 +1,100 @@
+"""Metrics exposition and structured logs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from mailserver.observability.logging import configure, mdc, parse_levels
+from mailserver.observability.metrics import Metrics
+
+
+def test_metrics_exposition(client, anonymous):
+    client.put("/domains/m.tld")
+    client.put("/maintenance", json={"reason": "x"})
+    text = anonymous.get("/metrics").text
+    assert 'webadmin_request_duration_seconds_count{method="PUT",route="/domains/{domain}",status="204"} 1.0' in text
+    assert "maintenance_mode_enabled 1.0" in text
+    assert "process_cpu_seconds_total" in text or "python_info" in text
+    assert anonymous.get("/metrics").headers["content-type"].startswith("text/plain")
+
+
+def test_refused_requests_are_not_timed_as_routes(anonymous):
+    anonymous.get("/domains")
+    assert 'route="/domains"' not in anonymous.get("/metrics").text
+
+
+def test_james_named_timers():
+    metrics = Metrics()
+    with metrics.timed("blobStore:saveBytes"):
+        pass
+    with metrics.timed("SMTP-rcpt"):
+        pass
+    text = metrics.exposition().decode()
+    assert "blobStore:saveBytes_count 1.0" in text
+    assert "SMTP_rcpt_count 1.0" in text
+
+
+def test_two_apps_in_one_process_do_not_clash():
+    Metrics()
+    Metrics()
+
+
+@pytest.fixture
+def captured():
+    stream = io.StringIO()
+    handlers = []
+
+    def install(fmt: str, levels: str = "") -> io.StringIO:
+        handlers.append(configure(fmt=fmt, levels=levels, stream=stream, env={}))
+        return stream
+
+    yield install
+    root = logging.getLogger()
+    for h in handlers:
+        root.removeHandler(h)
+    logging.getLogger("mailserver.test.smtp").setLevel(logging.NOTSET)
+    logging.getLogger("mailserver.test").setLevel(logging.NOTSET)
+
+
+def test_json_lines_carry_mdc_fields(captured):
+    stream = captured("json")
+    with mdc(protocol="SMTP", ip="10.0.0.1"), mdc(user="bob@d.tld", mailId="m-1"):
+        logging.getLogger("mailserver.test").warning("accepted %s", "mail")
+    logging.getLogger("mailserver.test").warning("outside")
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["message"] == "accepted mail"
+    assert (first["protocol"], first["ip"], first["user"], first["mailId"]) == ("SMTP", "10.0.0.1", "bob@d.tld", "m-1")
+    assert first["level"] == "WARNING" and first["logger"] == "mailserver.test"
+    assert "protocol" not in second
+
+
+def test_console_mode_and_levels_per_logger(captured):
+    stream = captured("console", "mailserver.test=WARNING,mailserver.test.smtp=DEBUG")
+    with mdc(taskId="t-1"):
+        logging.getLogger("mailserver.test").info("hidden")
+        logging.getLogger("mailserver.test.smtp").debug("shown")
+    out = stream.getvalue()
+    assert "hidden" not in out
+    assert "shown" in out and "taskId=t-1" in out
+
+
+def test_parse_levels():
+    assert parse_levels("mailserver=INFO, mailserver.smtp=debug") == {"mailserver": 20, "mailserver.smtp": 10}
+    assert parse_levels("DEBUG") == {"": 10}
+    with pytest.raises(ValueError):
+        parse_levels("mailserver=LOUD")
+
+
+def test_webadmin_requests_log_with_mdc(client, caplog):
+    from mailserver.observability.logging import MdcFilter
+
+    caplog.handler.addFilter(MdcFilter())
+    with caplog.at_level(logging.INFO, logger="mailserver.webadmin.app"):
+        client.get("/domains", headers={"Password": "wrong", "X-Real-IP": "192.0.2.7"})
+    record = next(r for r in caplog.records if "refused" in r.getMessage())
+    assert record.mdc["ip"] == "192.0.2.7"
+    assert record.mdc["protocol"] == "webadmin" and record.mdc["verb"] == "GET" and record.mdc["action"] == "/domains"
