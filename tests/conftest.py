@@ -128,3 +128,16 @@ def faults(cassandra):
     cassandra.faults.clear()
     yield cassandra.faults
     cassandra.faults.clear()
+
+
+@pytest.fixture(scope="session")
+def s3_blobs(stack: Endpoints, unique: str):
+    """An S3 blob store on the real server with a per-session default bucket, emptied at the end."""
+    from mailserver.blob.s3 import S3BlobStore, S3Config
+
+    config = S3Config(endpoint_url=stack.s3_endpoint, access_key=stack.s3_access_key,
+                      secret_key=stack.s3_secret_key, region=stack.s3_region,
+                      default_bucket=f"mailbox-{unique}")
+    store = S3BlobStore(config)
+    yield store
+    store.delete_bucket(store.default_bucket)

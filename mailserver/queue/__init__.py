@@ -1,0 +1,1 @@
+"""Mail queues: the port, the distributed RabbitMQ + Cassandra + S3 adapter, a memory adapter."""

@@ -1,0 +1,99 @@
+"""The mail-queue port (James's ``MailQueue`` / ``ManageableMailQueue``).
+
+``enqueue`` returns only once the mail is durable (blobs stored, view row written, message
+published persistent and confirmed), so SMTP can answer 250 after it and 451 when it raises.
+Consumers take one item at a time and say how it ended: SUCCESS acks, RETRY requeues,
+REJECT dead-letters. An item never acknowledged (crash) is delivered again.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from mailserver.model.mail import Mail
+
+SPOOL = "spool"
+OUTGOING = "outgoing"
+
+
+class MailQueueError(RuntimeError):
+    """The mail could not be made durable (or an admin operation failed); nothing was accepted."""
+
+
+class Outcome(StrEnum):
+    SUCCESS = "SUCCESS"
+    RETRY = "RETRY"
+    REJECT = "REJECT"
+
+
+class RemoveField(StrEnum):
+    SENDER = "sender"
+    RECIPIENT = "recipient"
+    NAME = "name"
+
+
+@dataclass(frozen=True)
+class QueueItemView:
+    """What browse shows for one enqueued mail (James's ManageableMailQueue.MailQueueItemView)."""
+
+    mail: Mail
+    enqueue_id: str
+    enqueued_time: datetime
+    next_delivery: datetime | None
+
+
+class MailQueueItem(ABC):
+    mail: Mail
+
+    @abstractmethod
+    def done(self, outcome: Outcome) -> None:
+        """Acknowledge (SUCCESS), requeue (RETRY) or dead-letter (REJECT). Call exactly once."""
+
+
+class MailQueue(ABC):
+    name: str
+
+    @abstractmethod
+    def enqueue(self, mail: Mail, delay: timedelta | None = None) -> None:
+        """Durable before returning; a mail with ``delay`` is not dequeued before it has passed."""
+
+    @abstractmethod
+    def dequeue(self, timeout: float | None = None) -> MailQueueItem | None:
+        """The next due mail, or None when none arrived within ``timeout`` seconds."""
+
+    @abstractmethod
+    def browse(self) -> Iterator[QueueItemView]: ...
+
+    @abstractmethod
+    def size(self) -> int:
+        """Mails waiting (due and delayed); cheap: never a full browse."""
+
+    @abstractmethod
+    def remove(self, field: RemoveField, value: str) -> int: ...
+
+    @abstractmethod
+    def clear(self) -> int: ...
+
+    @abstractmethod
+    def flush(self) -> int:
+        """Make every delayed mail due now; returns how many were delayed."""
+
+    @abstractmethod
+    def republish_not_processed(self, older_than: datetime) -> int:
+        """Publish again the mails the browse view holds but the broker lost (enqueued before the cut-off)."""
+
+    def close(self) -> None:  # noqa: B027 - adapters holding connections override it
+        """Release connections."""
+
+
+class MailQueueFactory(ABC):
+    @abstractmethod
+    def get(self, name: str) -> MailQueue:
+        """The queue called ``name``, created on first use."""
+
+    @abstractmethod
+    def list_names(self) -> list[str]: ...

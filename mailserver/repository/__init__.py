@@ -1,0 +1,1 @@
+"""Mail repositories (``cassandra://var/mail/error/`` ...): where failed mails wait for an admin."""
