@@ -1,7 +1,8 @@
-"""Command line entry point: ``mailserver serve|webadmin|version``.
+"""Command line entry point: ``mailserver serve|webadmin|schema|version``.
 
-The server roles (smtp, spooler, outgoing, listeners, webadmin) arrive with the mail-flow and
-WebAdmin work; until then ``serve`` says so plainly instead of pretending to run.
+``serve`` runs the server roles (smtp, spooler, outgoing, webadmin), all of them by default or
+the ones named with ``--roles``; ``webadmin`` is ``serve --roles webadmin``. Settings come from
+the environment (see ``mailserver.runtime.settings``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mailserver")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
-    sub.add_parser("serve", help="run the server roles (not implemented yet)")
+    serve = sub.add_parser("serve", help="run the server roles (configuration from the environment)")
+    serve.add_argument("--roles", help="comma list of smtp, spooler, outgoing, webadmin "
+                                       "(default: MAILSERVER_ROLES, else all)")
     schema_cli.add_parser(sub)
     sub.add_parser("webadmin", help="run the WebAdmin HTTP API (configuration from the environment)")
     args = parser.parse_args(argv)
@@ -27,20 +30,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "schema":
         return schema_cli.run(args)
     if args.command == "webadmin":
-        return _webadmin()
-    print("mailserver serve: the server roles are not implemented yet", file=sys.stderr)
-    return 2
+        return _serve("webadmin", "webadmin")
+    return _serve("serve", args.roles)
 
 
-def _webadmin() -> int:
-    # Imported here: the admin API stack (fastapi, uvicorn) is only needed by this role.
+def _serve(command: str, roles: str | None) -> int:
+    # Imported here: `mailserver version` and `schema` need none of the server's drivers.
+    from mailserver.cassandra.versions import SchemaVersionError
+    from mailserver.mailets.api import ConfigError
+    from mailserver.observability.logging import configure
+    from mailserver.runtime.serve import run
+    from mailserver.runtime.settings import ServeSettings
     from mailserver.webadmin.auth import AuthConfigError
-    from mailserver.webadmin.server import serve
 
     try:
-        serve()
-    except AuthConfigError as exc:
-        print(f"mailserver webadmin: {exc}", file=sys.stderr)
+        configure()
+        settings = ServeSettings.from_env(roles=roles)
+        run(settings)
+    except (ConfigError, AuthConfigError, SchemaVersionError, ValueError) as exc:
+        print(f"mailserver {command}: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,0 +1,125 @@
+"""LocalDelivery: store a mail into each local recipient's INBOX (James's LocalDelivery + MailDispatcher).
+
+Per recipient, the stored copy gets ``Return-Path: <sender>`` (replacing any) at the top and
+the mail's per-recipient headers for that recipient (``Delivered-To`` ...) at the end of the
+header, as James's MailDispatcher does. The INBOX is created on first delivery.
+
+A recipient whose storage fails (over quota, no such account, storage error after
+``retries`` attempts) does not stop the others: the failed recipients are sent through the
+spool as a new mail ``error-<name>`` to the ``onMailetException`` processor (default
+``error``, whose chain bounces it and keeps it in ``var/mail/error``). The mail is then
+consumed (ghosted) unless ``consume`` is false.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING
+
+from mailserver.mailbox.content import MalformedMessage
+from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, OverQuota
+from mailserver.mailets.api import Mailet, Params
+from mailserver.mailets.mime import edit_header
+from mailserver.mailets.rewrite import RRT_ERROR, rewrite_recipients
+from mailserver.model.address import MailAddress
+from mailserver.model.mail import ERROR, GHOST, Mail
+from mailserver.model.mailbox import MailboxPath
+
+if TYPE_CHECKING:
+    from mailserver.mailets.context import MailetContext
+
+RETURN_PATH = "Return-Path"
+
+
+class NotALocalUser(Exception):
+    def __init__(self, recipient: MailAddress) -> None:
+        super().__init__(f"550 5.1.1 {recipient}: no such local user")
+
+
+# Not retried: trying again cannot help.
+_PERMANENT = (OverQuota, MalformedMessage, NotALocalUser)
+
+
+class LocalDelivery(Mailet):
+    name = "LocalDelivery"
+    PARAMS = frozenset({"consume", "retries", "onMailetException", "resolveRecipients", "errorProcessor"})
+
+    def __init__(self, params: Params, context: MailetContext) -> None:
+        super().__init__(params, context)
+        self.consume = params.boolean("consume", True)
+        self.retries = params.integer("retries", 3, minimum=0)
+        self.on_failure = params.get("onMailetException", ERROR) or ERROR
+        # James resolves aliases in the transport processor (RecipientRewriteTable mailet); a
+        # chain without that step can let LocalDelivery do it.
+        self.resolve = params.boolean("resolveRecipients", False)
+        self.rrt_error = params.get("errorProcessor", RRT_ERROR) or RRT_ERROR
+
+    def referenced_processors(self) -> list[str]:
+        names = [] if self.on_failure.lower() in ("ignore", "propagate") else [self.on_failure]
+        return names + ([self.rrt_error] if self.resolve else [])
+
+    def service(self, mail: Mail) -> None:
+        if self.resolve:
+            rewrite_recipients(self.context, mail, self.rrt_error)
+            if mail.state == GHOST:
+                return
+        log = self.context.mail_logger(mail)
+        header = self.context.contents.read_header(mail.content)
+        raw = self.context.contents.read(mail.content)
+        body = raw[len(header):]
+        failed: list[tuple[MailAddress, Exception]] = []
+        for recipient in mail.recipients:
+            try:
+                self._deliver_with_retries(mail, recipient, header, body)
+                self.context.counters["localDeliveredMails"] += 1
+                log.info("delivered to %s", recipient)
+            except Exception as exc:  # one recipient's failure must not lose the others
+                log.warning("delivery to %s failed: %s", recipient, exc)
+                failed.append((recipient, exc))
+        if failed:
+            self._handle_failures(mail, failed)
+        if self.consume:
+            mail.state = GHOST
+
+    def _deliver_with_retries(self, mail: Mail, recipient: MailAddress, header: bytes, body: bytes) -> None:
+        attempt = 0
+        while True:
+            try:
+                self._deliver(mail, recipient, header, body)
+                return
+            except _PERMANENT:
+                raise
+            except Exception:
+                attempt += 1
+                if attempt > self.retries:
+                    raise
+                time.sleep(min(1.0, 0.2 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2))  # noqa: S311
+
+    def _deliver(self, mail: Mail, recipient: MailAddress, header: bytes, body: bytes) -> None:
+        if not self.context.is_local_user(recipient):
+            raise NotALocalUser(recipient)
+        own = tuple((h.name, h.value) for h in mail.per_recipient_headers
+                    if h.recipient.lower() == str(recipient).lower())
+        return_path = f"<{mail.sender}>" if mail.sender else "<>"
+        data = edit_header(header, remove=(RETURN_PATH,), prepend=((RETURN_PATH, return_path),), add=own) + body
+        inbox = MailboxPath.inbox(self.context.username_of(recipient))
+        manager = self.context.mailboxes
+        try:
+            manager.append(inbox, data, is_delivery=True)
+        except MailboxNotFound:
+            try:
+                manager.create_mailbox(inbox)
+            except MailboxExists:
+                pass  # created by a concurrent delivery
+            manager.append(inbox, data, is_delivery=True)
+
+    def _handle_failures(self, mail: Mail, failed: list[tuple[MailAddress, Exception]]) -> None:
+        target = self.on_failure
+        if target.lower() == "ignore":
+            return
+        if target.lower() == "propagate":
+            raise failed[0][1]
+        copy = mail.copy_for([r for r, _ in failed], name=f"error-{mail.name}")
+        copy.error_message = "\r\n".join(f"{r}: {exc}" for r, exc in failed)
+        self.context.send(copy, target)

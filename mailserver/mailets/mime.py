@@ -1,0 +1,100 @@
+"""Header-level edits of a mail's content without touching its body.
+
+James's header mailets (SetMimeHeader, RemoveMimeHeader, AddDeliveredToHeader at delivery)
+change headers only. A stored mail is a header blob plus a body blob, so an edit rewrites the
+header blob and keeps the body blob id: the body (possibly large) is never read or copied.
+Header fields are handled as raw bytes (folded continuation lines kept), so untouched fields
+are byte-for-byte what the sender sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from email.header import decode_header, make_header
+
+from mailserver.blob.api import StoragePolicy
+from mailserver.model.mail import MailContent
+from mailserver.queue.content import MimeMessageStore
+
+_FIELD_START = re.compile(rb"^[!-9;-~]+:")  # a field name: printable ASCII except ':' and space
+
+
+def split_fields(header: bytes) -> tuple[list[bytes], bytes]:
+    """The header block as raw fields (each with its continuation lines) and the separator."""
+    body_sep = b""
+    block = header
+    for sep in (b"\r\n\r\n", b"\n\n"):
+        if block.endswith(sep):
+            block, body_sep = block[: -len(sep) // 2], sep[len(sep) // 2:]
+            break
+    fields: list[bytes] = []
+    for line in block.splitlines(keepends=True):
+        if fields and line[:1] in (b" ", b"\t"):
+            fields[-1] += line
+        else:
+            fields.append(line)
+    return fields, body_sep
+
+
+def field_name(raw_field: bytes) -> str:
+    return raw_field.split(b":", 1)[0].decode("ascii", "replace").strip()
+
+
+def field_value(raw_field: bytes) -> str:
+    """Unfolded, RFC 2047-decoded value."""
+    raw = raw_field.split(b":", 1)[1] if b":" in raw_field else b""
+    text = re.sub(r"\r?\n[ \t]", " ", raw.decode("utf-8", "replace")).strip()
+    try:
+        return str(make_header(decode_header(text)))
+    except Exception:  # a broken encoded-word: keep the raw text
+        return text
+
+
+def header_values(header: bytes, name: str) -> list[str]:
+    lowered = name.lower()
+    return [field_value(f) for f in split_fields(header)[0] if field_name(f).lower() == lowered]
+
+
+def _eol(fields: list[bytes], body_sep: bytes) -> bytes:
+    if body_sep:
+        return body_sep
+    return b"\r\n" if fields and fields[0].endswith(b"\r\n") else b"\n"
+
+
+def encode_field(name: str, value: str, eol: bytes = b"\r\n") -> bytes:
+    if not _FIELD_START.match(name.encode("ascii", "replace") + b":"):
+        raise ValueError(f"invalid header name {name!r}")
+    if any(c in value for c in "\r\n"):
+        raise ValueError(f"header value of {name} must not contain line breaks")
+    encoded = value if value.isascii() else make_header([(value.encode("utf-8"), "utf-8")]).encode()
+    return f"{name}: {encoded}".encode("ascii") + eol
+
+
+def edit_header(header: bytes, *, remove: tuple[str, ...] = (), add: tuple[tuple[str, str], ...] = (),
+                prepend: tuple[tuple[str, str], ...] = ()) -> bytes:
+    """Remove every field named in ``remove``, append ``add`` and prepend ``prepend`` fields."""
+    fields, body_sep = split_fields(header)
+    eol = _eol(fields, body_sep)
+    if fields and not fields[-1].endswith((b"\n", b"\r")):
+        fields[-1] += eol  # a header-only message without a final line break
+    lowered = {n.lower() for n in remove}
+    kept = [f for f in fields if field_name(f).lower() not in lowered]
+    head = [encode_field(n, v, eol) for n, v in prepend]
+    tail = [encode_field(n, v, eol) for n, v in add]
+    return b"".join(head + kept + tail) + body_sep
+
+
+def rewrite_header(contents: MimeMessageStore, content: MailContent,
+                   edit: Callable[[bytes], bytes]) -> MailContent:
+    """New content whose header is ``edit(old header)``; a stored body keeps its blob."""
+    old = contents.read_header(content)
+    new = edit(old)
+    if new == old:
+        return content
+    if not content.stored:
+        data = content.data or b""
+        return MailContent.of_bytes(new + data[len(old):])
+    blobs = contents.blobs
+    header_id = blobs.save(blobs.default_bucket, new, StoragePolicy.SIZE_BASED)
+    return MailContent.of_blobs(str(header_id), content.body_blob_id or "", content.size - len(old) + len(new))

@@ -1,0 +1,165 @@
+"""The spooler (James's JamesMailSpooler): spool queue -> mailet container, N worker threads.
+
+An item is acknowledged only once the container is done with the mail, so a crash of the
+process mid-way leaves it unacknowledged and the broker delivers it again.
+
+When processing raises (a ``propagate`` pair, a storage outage, a processing loop):
+
+1. the recipient list is restored to what it was when the mail was dequeued (and the state
+   too if the mail had been ghosted);
+2. ``mail-processing-error-count`` is incremented;
+3. up to ``max_retries`` failures: the mail is enqueued again on the spool with the new count
+   (current state and attributes kept) and the original item acknowledged: a broker-level
+   requeue could not carry the count, and the mail would loop for ever;
+4. past ``max_retries``: the mail is run through the ``error`` processor with the reason as
+   error message (which bounces and stores it in ``var/mail/error``); if even that fails, it
+   is stored directly in the spooler error repository;
+5. if none of that works (the queue or the repository is down too), the item is rejected, so
+   the broker dead-letters it instead of losing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import traceback
+
+from mailserver.mailets.container import MailetContainer
+from mailserver.model.mail import ERROR, GHOST, PROCESSING_ERROR_COUNT, Mail
+from mailserver.observability.logging import mdc
+from mailserver.observability.metrics import Metrics
+from mailserver.queue.api import MailQueue, MailQueueItem, Outcome
+from mailserver.repository.api import MailRepository
+
+LOG = logging.getLogger("mailserver.mailets.spooler")
+MAX_RETRIES = 5  # James's hard-coded limit
+
+
+def _error_count(mail: Mail) -> int:
+    try:
+        return int(mail.attributes.get(PROCESSING_ERROR_COUNT, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+class MailSpooler:
+    def __init__(self, container: MailetContainer, queue: MailQueue, error_repository: MailRepository, *,
+                 threads: int = 20, max_retries: int = MAX_RETRIES, poll_timeout: float = 0.5,
+                 metrics: Metrics | None = None) -> None:
+        if threads < 0:
+            raise ValueError("threads must not be negative (0 disables the spooler)")
+        self.container = container
+        self.queue = queue
+        self.error_repository = error_repository
+        self.threads = threads
+        self.max_retries = max_retries
+        self.poll_timeout = poll_timeout
+        self.metrics = metrics
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.processed = 0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._workers:
+            raise RuntimeError("spooler already started")
+        self._stop.clear()
+        for i in range(self.threads):
+            worker = threading.Thread(target=self._run, name=f"spooler-{i}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        LOG.info("spooler started with %d thread(s) on queue %s", self.threads, self.queue.name)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop taking mails and wait for the ones in progress; True when every worker ended."""
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        alive = [w.name for w in self._workers if w.is_alive()]
+        if alive:
+            LOG.warning("spooler workers still busy after %.0fs: %s", timeout, ", ".join(alive))
+        self._workers = [w for w in self._workers if w.is_alive()]
+        return not alive
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item = self.queue.dequeue(timeout=self.poll_timeout)
+            except Exception:
+                LOG.exception("dequeue from %s failed; retrying in 1s", self.queue.name)
+                self._stop.wait(1.0)
+                continue
+            if item is not None:
+                try:
+                    self.process(item)
+                except Exception:
+                    # done() itself failed (broker gone): the unacknowledged item is redelivered.
+                    LOG.exception("could not settle %s on %s", item.mail.name, self.queue.name)
+
+    # -- one mail ---------------------------------------------------------------------------------
+    def process(self, item: MailQueueItem) -> Outcome:
+        """Run the container on one dequeued item and settle the item; returns the outcome given."""
+        mail = item.mail
+        recipients, state = list(mail.recipients), mail.state
+        with self._lock:
+            self.in_flight += 1
+        try:
+            timer = self.metrics.timed("spoolProcessing") if self.metrics else contextlib.nullcontext()
+            with timer, mdc(protocol="MAILET", action="SPOOL", mail=mail.name, queue=self.queue.name):
+                try:
+                    self.container.service(mail)
+                    outcome = Outcome.SUCCESS
+                except Exception as exc:
+                    mail.recipients = recipients
+                    if mail.state == GHOST:
+                        # Ghosted before a split copy of it failed: a ghost would be dropped at
+                        # once when dequeued again, so it restarts where it started instead.
+                        mail.state = state
+                    outcome = self._failed(mail, exc)
+                item.done(outcome)
+                return outcome
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                self.processed += 1
+
+    def _failed(self, mail: Mail, exc: Exception) -> Outcome:
+        count = _error_count(mail) + 1
+        LOG.error("processing of %s failed (attempt %d of %d): %s", mail.name, count, self.max_retries + 1, exc,
+                  exc_info=exc)
+        try:
+            mail.set_attribute(PROCESSING_ERROR_COUNT, count)
+            if count <= self.max_retries:
+                self.queue.enqueue(mail)
+            else:
+                self._give_up(mail, exc)
+            return Outcome.SUCCESS
+        except Exception:
+            LOG.exception("could not requeue nor store %s: rejecting it (dead letter)", mail.name)
+            return Outcome.REJECT
+
+    def _give_up(self, mail: Mail, exc: Exception) -> None:
+        reason = "".join(traceback.format_exception(exc))
+        mail.error_message = f"Processing failed after {self.max_retries + 1} attempts: {exc}\n{reason}"
+        mail.state = ERROR
+        try:
+            self.container.service(mail)
+        except Exception:
+            LOG.exception("the error processor failed on %s: storing it in %s", mail.name, self.error_repository.url)
+            self.error_repository.store(mail)
+
+
+def spooler_for(container: MailetContainer, *, poll_timeout: float = 0.5,
+                metrics: Metrics | None = None) -> MailSpooler:
+    """A spooler configured by the ``spooler`` section of the container's configuration."""
+    spec = container.spec.spooler if container.spec else None
+    context = container.context
+    return MailSpooler(container, context.spool,
+                       context.repositories.select(spec.error_repository if spec else "cassandra://var/mail/error/"),
+                       threads=spec.threads if spec else 20, max_retries=spec.max_retries if spec else MAX_RETRIES,
+                       poll_timeout=poll_timeout, metrics=metrics)

@@ -1,0 +1,111 @@
+"""Every adapter a server process uses, built once from the environment and shared by its roles."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mailserver.blob.api import BlobStore
+from mailserver.cassandra.session import CassandraSession
+from mailserver.domains.api import DomainList
+from mailserver.mailbox.wiring import MailboxContext
+from mailserver.maintenance.api import MaintenanceStore
+from mailserver.maintenance.guard import MaintenanceGuard
+from mailserver.observability.health import HealthCheck
+from mailserver.observability.metrics import Metrics
+from mailserver.queue.api import MailQueueFactory
+from mailserver.queue.content import MimeMessageStore
+from mailserver.repository.api import MailRepositoryStore
+from mailserver.rrt.api import RecipientRewriteTable
+from mailserver.runtime.settings import ServeSettings
+from mailserver.users.api import UsersRepository
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Backends:
+    session: CassandraSession
+    blobs: BlobStore
+    contents: MimeMessageStore
+    queues: MailQueueFactory
+    domains: DomainList
+    users: UsersRepository
+    rrt: RecipientRewriteTable
+    mailbox: MailboxContext
+    repositories: MailRepositoryStore
+    maintenance: MaintenanceStore
+    guard: MaintenanceGuard
+    metrics: Metrics
+    # Probes of the backends the durable mail path needs (Cassandra, RabbitMQ, S3), then others.
+    mail_path_checks: list[HealthCheck]
+    other_checks: list[HealthCheck]
+
+    @property
+    def health_checks(self) -> list[HealthCheck]:
+        return [*self.mail_path_checks, *self.other_checks]
+
+    def close(self) -> None:
+        for closing in (self.queues.close if hasattr(self.queues, "close") else None, self.session.close):
+            if closing is None:
+                continue
+            try:
+                closing()
+            except Exception:  # shutting down: report, keep releasing the rest
+                log.warning("closing %s failed", closing, exc_info=True)
+
+
+def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Backends:
+    """Connect to Cassandra (creating missing tables), S3 and RabbitMQ; refuse an unsupported schema version."""
+    # Imported here so that `mailserver --help` does not load the drivers.
+    from mailserver.blob.s3 import S3BlobStore, S3Config, make_client
+    from mailserver.cassandra.config import CassandraConfig
+    from mailserver.cassandra.versions import initialize_schema
+    from mailserver.domains.cassandra import CassandraDomainList
+    from mailserver.mailbox.wiring import cassandra_context
+    from mailserver.maintenance.cassandra import CassandraMaintenanceStore
+    from mailserver.observability import checks
+    from mailserver.queue.rabbitmq import DistributedMailQueueFactory
+    from mailserver.repository.cassandra import CassandraMailRepositoryStore
+    from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
+    from mailserver.users.cassandra import CassandraUsersRepository
+
+    env = os.environ if env is None else env
+    amqp_url = env.get("AMQP_URL")
+    if not amqp_url:
+        raise ValueError("AMQP_URL is not set: the mail queues need RabbitMQ")
+    cassandra = CassandraConfig.from_env(env)
+    # As James at start: create what is missing, refuse a schema version this code cannot serve.
+    initialize_schema(cassandra)
+    session = CassandraSession.connect(cassandra)
+    try:
+        s3 = S3Config.from_env(env)
+        blobs = S3BlobStore(s3)
+        contents = MimeMessageStore(blobs)
+        queues = DistributedMailQueueFactory(amqp_url, session, blobs,
+                                             management_url=env.get("RABBITMQ_MANAGEMENT_URL") or None,
+                                             quorum=settings.queue_quorum)
+        domains = CassandraDomainList(session)
+        maintenance = CassandraMaintenanceStore(session)
+        guard = MaintenanceGuard(maintenance)
+        probe_client: Any = make_client(S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0,
+                                                          max_attempts=1))
+        mail_path = [checks.CassandraHealthCheck(session), checks.RabbitMQHealthCheck(amqp_url),
+                     checks.ObjectStorageHealthCheck(probe_client)]
+        others: list[HealthCheck] = []
+        if env.get("OPENSEARCH_URL"):
+            others.append(checks.OpenSearchHealthCheck(env["OPENSEARCH_URL"]))
+        return Backends(
+            session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,
+            users=CassandraUsersRepository(session, domains),
+            rrt=CassandraRecipientRewriteTable(session, domains),
+            mailbox=cassandra_context(session, blobs, write_guard=guard.writes_allowed),
+            repositories=CassandraMailRepositoryStore(session, contents),
+            maintenance=maintenance, guard=guard, metrics=Metrics(),
+            mail_path_checks=mail_path, other_checks=others)
+    except BaseException:
+        session.close()
+        raise

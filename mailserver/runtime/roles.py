@@ -1,0 +1,131 @@
+"""The server roles: each starts its threads over shared backends and stops gracefully.
+
+Stop order matters for "accepted mail is never lost": SMTP stops first (no new 250s), then the
+consumers finish the mail they hold before acknowledging it; anything unacknowledged when the
+process dies is delivered again by RabbitMQ.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import ABC, abstractmethod
+from typing import Any
+
+from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
+from mailserver.mailets.container import MailetContainer
+from mailserver.mailets.spooler import MailSpooler, spooler_for
+from mailserver.runtime.backends import Backends
+from mailserver.runtime.health_monitor import HealthMonitor
+from mailserver.runtime.outgoing import outgoing_specs
+from mailserver.runtime.settings import ServeSettings
+from mailserver.smtp import SmtpServer, SmtpServerThread
+
+log = logging.getLogger(__name__)
+
+
+class Role(ABC):
+    name: str
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+
+class SmtpRole(Role):
+    name = "smtp"
+
+    def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer,
+                 monitor: HealthMonitor) -> None:
+        server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
+                            store=backends.contents, healthy=monitor.healthy,
+                            maintenance=lambda: not backends.guard.smtp_allowed())
+        self.thread = SmtpServerThread(server)
+
+    @property
+    def port(self) -> int:
+        return self.thread.port
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+
+class SpoolerRole(Role):
+    name = "spooler"
+
+    def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer) -> None:
+        spooler = spooler_for(container, metrics=backends.metrics)
+        if settings.spooler_threads is not None:
+            spooler = MailSpooler(container, spooler.queue, spooler.error_repository,
+                                  threads=settings.spooler_threads, max_retries=spooler.max_retries,
+                                  metrics=backends.metrics)
+        self.spooler = spooler
+
+    def start(self) -> None:
+        self.spooler.start()
+
+    def stop(self) -> None:
+        self.spooler.stop()
+
+
+class OutgoingRole(Role):
+    name = "outgoing"
+
+    def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer) -> None:
+        assert container.spec is not None
+        resolver: Resolver = StaticResolver(settings.mx_static) if settings.mx_static else DnsResolver()
+        self.workers: list[tuple[RemoteDeliveryWorker, int]] = []
+        for spec in outgoing_specs(container.spec, helo_name=settings.smtp.hostname):
+            worker = RemoteDeliveryWorker(backends.queues.get(spec.queue), container.context.spool, resolver,
+                                          config=spec.config, store=backends.contents)
+            self.workers.append((worker, spec.threads))
+
+    def start(self) -> None:
+        for worker, threads in self.workers:
+            worker.start(threads)
+            log.info("remote delivery: %d thread(s) on queue %s", threads, worker.outgoing.name)
+
+    def stop(self) -> None:
+        for worker, _ in self.workers:
+            worker.stop()
+
+
+class WebAdminRole(Role):
+    name = "webadmin"
+
+    def __init__(self, backends: Backends, env: Any) -> None:
+        import uvicorn
+
+        from mailserver.webadmin.app import create_app
+        from mailserver.webadmin.context import WebAdminContext
+        from mailserver.webadmin.server import ServerConfig
+
+        config = ServerConfig.from_env(env)
+        if config.host not in ("127.0.0.1", "::1", "localhost"):
+            log.warning("WebAdmin listens on %s: make sure the network in front of it is trusted", config.host)
+        context = WebAdminContext(domains=backends.domains, users=backends.users, rrt=backends.rrt,
+                                  maintenance=backends.maintenance, auth=config.auth,
+                                  health_checks=backends.health_checks, guard=backends.guard,
+                                  metrics=backends.metrics)
+        app = create_app(context)
+        self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
+                                                    access_log=False))
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.server.run, name="webadmin", daemon=True)
+        self._thread.start()
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("WebAdmin failed to start (see the log above)")
+            self._thread.join(0.05)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)

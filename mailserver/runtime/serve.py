@@ -1,0 +1,106 @@
+"""``mailserver serve``: connect the backends, load the mailet container, run the chosen roles.
+
+The process stays up until SIGTERM or SIGINT, then stops the roles in reverse order (SMTP
+first, see ``roles``). A configuration error (unknown matcher in the YAML, malformed setting,
+missing WebAdmin credentials) stops the start before anything listens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from mailserver.mailets.config import load as load_spec
+from mailserver.mailets.container import MailetContainer, build, postmaster_address
+from mailserver.mailets.context import MailetContext
+from mailserver.rrt.resolver import RecipientRewriter
+from mailserver.runtime.backends import Backends, connect
+from mailserver.runtime.health_monitor import HealthMonitor
+from mailserver.runtime.roles import OutgoingRole, Role, SmtpRole, SpoolerRole, WebAdminRole
+from mailserver.runtime.settings import ServeSettings
+
+log = logging.getLogger(__name__)
+
+
+def mailet_container(settings: ServeSettings, backends: Backends) -> MailetContainer:
+    spec = load_spec(settings.mailet_container)
+    context = MailetContext(domains=backends.domains, users=backends.users,
+                            rewriter=RecipientRewriter(backends.rrt, backends.domains),
+                            mailboxes=backends.mailbox.manager, repositories=backends.repositories,
+                            queues=backends.queues, contents=backends.contents,
+                            postmaster=postmaster_address(spec), hostname=settings.smtp.hostname)
+    return build(spec, context)
+
+
+class Server:
+    """The roles of one process over one set of backends; ``start``/``stop`` for tests and ``run``."""
+
+    def __init__(self, settings: ServeSettings, env: Mapping[str, str] | None = None) -> None:
+        self.settings = settings
+        self.env: Any = os.environ if env is None else env
+        self.backends: Backends | None = None
+        self.monitor: HealthMonitor | None = None
+        self.roles: list[Role] = []
+
+    def start(self) -> Server:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        s = self.settings
+        self.backends = backends = connect(s, self.env)
+        container = mailet_container(s, backends)   # before anything listens: config errors end here
+        self.monitor = HealthMonitor(backends.mail_path_checks, interval=s.health_interval,
+                                     metrics=backends.metrics).start()
+        # Consumers first, SMTP last: mail accepted at once has someone to process it.
+        builders = {
+            "webadmin": lambda: WebAdminRole(backends, self.env),
+            "spooler": lambda: SpoolerRole(s, backends, container),
+            "outgoing": lambda: OutgoingRole(s, backends, container),
+            "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]
+        }
+        for name in ("webadmin", "spooler", "outgoing", "smtp"):
+            if name in s.roles:
+                role = builders[name]()
+                role.start()
+                self.roles.append(role)
+                log.info("role %s started", name)
+        log.info("mailserver started on node %s with roles %s", s.node_name, ", ".join(r.name for r in self.roles))
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    def stop(self) -> None:
+        for role in reversed(self.roles):
+            try:
+                role.stop()
+                log.info("role %s stopped", role.name)
+            except Exception:
+                log.exception("stopping role %s failed", role.name)
+        self.roles.clear()
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
+        if self.backends is not None:
+            self.backends.close()
+            self.backends = None
+
+
+def run(settings: ServeSettings, env: Mapping[str, str] | None = None) -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = Server(settings, env).start()
+    try:
+        stop.wait()
+        log.info("stopping")
+    finally:
+        server.stop()

@@ -1,0 +1,142 @@
+"""``mailserver serve`` settings, read from the environment (secrets never on the command line).
+
+Backends use the shared names (``CASSANDRA_*``, ``S3_*``, ``AMQP_URL``,
+``RABBITMQ_MANAGEMENT_URL``, ``OPENSEARCH_URL``); the server's own settings are
+``MAILSERVER_*``. Defaults are the secure ones: loopback binds, no authorized network (no open
+relay), AUTH only after STARTTLS.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mailserver.delivery.resolver import MxHost
+from mailserver.mailets.config import DEFAULT_FILE
+from mailserver.smtp.config import SmtpConfig
+
+ROLES = ("smtp", "spooler", "outgoing", "webadmin")
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+class SettingsError(ValueError):
+    """A setting is malformed: the server refuses to start and names the variable."""
+
+
+def parse_roles(spec: str) -> tuple[str, ...]:
+    roles = tuple(dict.fromkeys(r.strip().lower() for r in spec.split(",") if r.strip()))
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown or not roles:
+        raise SettingsError(f"roles must be a comma list of {', '.join(ROLES)}; got {spec!r}")
+    return roles
+
+
+def parse_size(text: str, variable: str) -> int:
+    """``26214400``, ``25m``, ``512k`` -> bytes."""
+    raw = text.strip().lower().removesuffix("b")
+    unit = raw[-1:] if raw[-1:] in _SIZE_UNITS and raw[-1:] else ""
+    number = raw[: len(raw) - len(unit)]
+    if not number.isdigit():
+        raise SettingsError(f"{variable}: {text!r} is not a size (bytes, or a number with k, m or g)")
+    return int(number) * _SIZE_UNITS[unit]
+
+
+def parse_mx_table(spec: str) -> dict[str, list[MxHost]]:
+    """``example.com=127.0.0.1:2526;*=relay.local:25`` (``,`` between several hosts of a domain).
+
+    Hosts of one domain get preferences 10, 20, ... in the order given.
+    """
+    table: dict[str, list[MxHost]] = {}
+    for entry in filter(None, (e.strip() for e in spec.split(";"))):
+        domain, sep, hosts = entry.partition("=")
+        addresses = [h.strip() for h in hosts.split(",") if h.strip()]
+        if not sep or not domain.strip() or not addresses:
+            raise SettingsError(f"MAILSERVER_MX_STATIC: {entry!r} is not domain=host[:port][,host[:port]...]")
+        table[domain.strip().lower()] = [MxHost(a.rsplit(":", 1)[0], 10 * (i + 1), a) for i, a in enumerate(addresses)]
+    return table
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    roles: tuple[str, ...] = ROLES
+    smtp: SmtpConfig = field(default_factory=SmtpConfig)
+    mailet_container: Path = DEFAULT_FILE
+    spooler_threads: int | None = None          # None: the YAML's spooler.threads
+    mx_static: dict[str, list[MxHost]] | None = None   # None: DNS
+    queue_quorum: bool = True
+    node_name: str = field(default_factory=socket.gethostname)
+    health_interval: float = 2.0                # seconds between background probes of the backends
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, roles: str | None = None) -> ServeSettings:
+        env = os.environ if env is None else env
+        read = _Reader(env)
+        smtp = SmtpConfig(
+            host=read.text("MAILSERVER_SMTP_HOST", "127.0.0.1"),
+            port=read.integer("MAILSERVER_SMTP_PORT", 2525),
+            hostname=read.text("MAILSERVER_HOSTNAME", "localhost"),
+            max_message_size=read.size("MAILSERVER_SMTP_MAX_MESSAGE_SIZE", 25 * 1024**2),
+            auth_require_tls=read.boolean("MAILSERVER_SMTP_AUTH_REQUIRE_TLS", True),
+            auth_required=read.boolean("MAILSERVER_SMTP_AUTH_REQUIRED", True),
+            authorized_networks=tuple(n for n in read.text("MAILSERVER_SMTP_AUTHORIZED_NETWORKS", "").split(",")
+                                      if n.strip()),
+            tls_cert=read.optional("MAILSERVER_SMTP_TLS_CERT"),
+            tls_key=read.optional("MAILSERVER_SMTP_TLS_KEY"),
+            require_starttls=read.boolean("MAILSERVER_SMTP_REQUIRE_STARTTLS", False),
+            spool_size_limit=read.optional_integer("MAILSERVER_SMTP_SPOOL_LIMIT"),
+            max_connections=read.optional_integer("MAILSERVER_SMTP_MAX_CONNECTIONS"),
+        )
+        mx = read.optional("MAILSERVER_MX_STATIC")
+        return cls(
+            roles=parse_roles(roles if roles is not None else read.text("MAILSERVER_ROLES", ",".join(ROLES))),
+            smtp=smtp,
+            mailet_container=Path(read.text("MAILSERVER_MAILETCONTAINER", str(DEFAULT_FILE))),
+            spooler_threads=read.optional_integer("MAILSERVER_SPOOLER_THREADS"),
+            mx_static=parse_mx_table(mx) if mx else None,
+            queue_quorum=read.boolean("MAILSERVER_QUEUE_QUORUM", True),
+            node_name=read.text("MAILSERVER_NODE_NAME", socket.gethostname()),
+            health_interval=float(read.integer("MAILSERVER_HEALTH_INTERVAL_MS", 2000)) / 1000,
+        )
+
+
+class _Reader:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def optional(self, name: str) -> str | None:
+        value = self.env.get(name, "").strip()
+        return value or None
+
+    def text(self, name: str, default: str) -> str:
+        return self.optional(name) or default
+
+    def integer(self, name: str, default: int) -> int:
+        value = self.optional_integer(name)
+        return default if value is None else value
+
+    def optional_integer(self, name: str) -> int | None:
+        value = self.optional(name)
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise SettingsError(f"{name}: {value!r} is not an integer") from None
+
+    def size(self, name: str, default: int) -> int:
+        value = self.optional(name)
+        return default if value is None else parse_size(value, name)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.optional(name)
+        if value is None:
+            return default
+        if value.lower() in _TRUE:
+            return True
+        if value.lower() in _FALSE:
+            return False
+        raise SettingsError(f"{name}: {value!r} is not a boolean (true/false)")

@@ -1,0 +1,95 @@
+"""SMTP intake configuration (James's ``smtpserver.xml``, reduced to what this server honours).
+
+Secure defaults: no authorized network unless configured (an open relay is never the
+default), AUTH only offered over TLS, messages up to 25 MiB.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MiB = 1024 * 1024
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(networks: Iterable[str]) -> tuple[IpNetwork, ...]:
+    """``["127.0.0.0/8", "10.1.2.3"]`` -> networks; raises ValueError on a malformed entry."""
+    out: list[IpNetwork] = []
+    for raw in networks:
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            out.append(ipaddress.ip_network(text, strict=False))
+        except ValueError as exc:
+            raise ValueError(f"authorized network {raw!r} is not an address or a CIDR block") from exc
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SmtpConfig:
+    host: str = "127.0.0.1"
+    port: int = 2525
+    hostname: str = "localhost"             # announced in the greeting, EHLO and Received headers
+    software_name: str = "JAMES SMTP Server"  # James's default, kept for Received-header parsers
+    max_message_size: int = 25 * MiB        # advertised as SIZE; 0 disables the limit
+    auth_require_tls: bool = True           # AUTH offered only after STARTTLS
+    # James ``authRequired``: refuse RCPT to a non-local domain unless authenticated or in an
+    # authorized network. False leaves the decision to the mailet container (relay-denied).
+    auth_required: bool = True
+    authorized_networks: Sequence[str] = field(default_factory=tuple)  # relay without AUTH (James authorizedAddresses)
+    tls_cert: Path | str | None = None
+    tls_key: Path | str | None = None
+    require_starttls: bool = False          # refuse MAIL before STARTTLS (needs a certificate)
+    spool_size_limit: int | None = None     # back-pressure: 452 4.3.1 above this many mails in the spool
+    max_connections: int | None = None      # 421 4.3.2 beyond this many concurrent sessions
+    timeout: float = 300.0                  # idle seconds before the session is dropped
+    io_threads: int = 16                    # pool for blocking calls (enqueue, blob store, DomainList, hashing)
+    strict_crlf: bool = True                # refuse a bare CR/LF in DATA (James 3.7.5+) and bare-LF command lines
+    forbid_unauth_pipelining: bool = True   # refuse a DATA terminator followed by more input at once
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port {self.port} out of range")
+        if self.max_message_size < 0:
+            raise ValueError("max_message_size must be >= 0 (0 = unlimited)")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if self.require_starttls and self.tls_cert is None:
+            raise ValueError("require_starttls needs tls_cert and tls_key")
+        if self.spool_size_limit is not None and self.spool_size_limit < 0:
+            raise ValueError("spool_size_limit must be >= 0")
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ValueError("max_connections must be >= 1")
+        if self.io_threads < 1:
+            raise ValueError("io_threads must be >= 1")
+        object.__setattr__(self, "authorized_networks", tuple(self.authorized_networks))
+        parse_networks(self.authorized_networks)  # fail at start, not at the first RCPT
+
+    @property
+    def networks(self) -> tuple[IpNetwork, ...]:
+        return parse_networks(self.authorized_networks)
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        if self.tls_cert is None or self.tls_key is None:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(self.tls_cert), str(self.tls_key))
+        return context
+
+
+def in_networks(address: str | None, networks: Sequence[IpNetwork]) -> bool:
+    if not address or not networks:
+        return False
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip.version == net.version and ip in net for net in networks)

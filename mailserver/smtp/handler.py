@@ -1,0 +1,285 @@
+"""The intake: aiosmtpd hooks turning an SMTP transaction into a ``Mail`` on the spool queue.
+
+What a transaction goes through (James's SMTP hooks, in order):
+
+* every command line must end with CRLF (``strict_crlf``, ``500 5.0.0``);
+* connect / HELO / EHLO: back-pressure ``CONNECT`` conditions (maintenance, backend health) ->
+  ``421 4.3.2`` and the connection is closed;
+* MAIL FROM: back-pressure again, spool size included -> ``452 4.3.1`` when over its limit;
+* RCPT TO: local domains (``DomainList``) are always accepted; any other domain only for an
+  authenticated session or a client in ``authorized_networks``, otherwise
+  ``550 5.7.1 Requested action not taken: relaying denied`` (unless ``auth_required`` is off:
+  the mailet container's ``relay-denied`` processor then decides, as James with
+  ``authRequired=false``);
+* end of DATA: bare CR/LF refused (``500 5.0.0``, James's smuggling fix), input pipelined after
+  the terminator refused (``554 5.5.0``), a ``Received:`` header prepended, the ``Mail`` built
+  with James's intake attributes and enqueued on ``spool``; ``250`` only once ``enqueue``
+  returned (durable), ``451 4.3.0`` when it raised (nothing accepted).
+
+Memory: aiosmtpd (1.4.6) buffers the whole DATA in memory (about twice the message at the
+moment it joins the lines) before calling ``handle_DATA``; it stops buffering once the size
+limit is passed. From there this handler adds no full copy when a ``MimeMessageStore`` is
+given: the Received header and the received bytes are streamed into the blob store (the body
+through a spooled temporary file). Without a store the content travels inline
+(``MailContent.of_bytes``), one more copy. Peak memory is therefore about
+``2 x max_message_size x concurrent DATA transfers``; cap ``max_connections`` accordingly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import io
+import logging
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aiosmtpd.smtp import Envelope, Session
+
+from mailserver.domains.api import DomainList
+from mailserver.model.address import InvalidAddress, MailAddress, Username
+from mailserver.model.mail import (
+    HELO,
+    SMTP_AUTH_USER,
+    SMTP_IS_AUTH_NETWORK,
+    SMTP_SESSION_ID,
+    Mail,
+    MailContent,
+)
+from mailserver.queue.api import MailQueue
+from mailserver.queue.content import MimeMessageStore
+from mailserver.smtp.auth import SmtpAuthenticator
+from mailserver.smtp.backpressure import BackPressure, Stage
+from mailserver.smtp.config import SmtpConfig, in_networks
+from mailserver.users.api import UsersRepository
+
+if TYPE_CHECKING:
+    from mailserver.smtp.server import IntakeSMTP
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SSL_PROTOCOL = "org.apache.james.ssl.protocol"
+SSL_CIPHER = "org.apache.james.ssl.cipher"
+
+RELAY_DENIED = "550 5.7.1 Requested action not taken: relaying denied"
+BAD_LINE_ENDING = "500 5.0.0 line delimiter must be CRLF"
+PIPELINING_REFUSED = "554 5.5.0 Error: SMTP protocol synchronization"
+NOT_ACCEPTED = "451 4.3.0 Temporary failure, message not accepted, try again later"
+STRICT_CRLF_VIOLATION = re.compile(rb"\r(?!\n)|(?<!\r)\n")
+_CHUNK = 64 * 1024
+
+
+class BareLineFeed(ValueError):
+    """A command line ended by a bare LF (``strict_crlf``)."""
+
+
+class _ChainedReader(io.RawIOBase):
+    """Reads ``parts`` one after the other without concatenating them (no extra copy)."""
+
+    def __init__(self, parts: Sequence[bytes]) -> None:
+        self._parts = [memoryview(p) for p in parts]
+        self._index = 0
+        self._offset = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._index < len(self._parts):
+            part = self._parts[self._index]
+            if self._offset < len(part):
+                n = min(len(buffer), len(part) - self._offset)
+                buffer[:n] = part[self._offset:self._offset + n]
+                self._offset += n
+                return n
+            self._index += 1
+            self._offset = 0
+        return 0
+
+
+class IntakeHandler(SmtpAuthenticator):
+    def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
+                 users: UsersRepository | None = None, *, store: MimeMessageStore | None = None,
+                 back_pressure: BackPressure | None = None) -> None:
+        self.config = config
+        self.spool = spool
+        self.domains = domains
+        self.users = users
+        self.store = store
+        self.back_pressure = back_pressure or BackPressure()
+        self.networks = config.networks
+        # Blocking calls (queue, blob store, Cassandra, password hashing) run on a bounded pool of
+        # their own: the event loop never waits, and the queue adapter's per-thread broker
+        # connections stay bounded by ``config.io_threads``.
+        self._executor: ThreadPoolExecutor | None = None
+
+    # -- helpers -----------------------------------------------------------------------------
+    async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the I/O pool, with the caller's logging context (MDC)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=self.config.io_threads, thread_name_prefix="smtp-io")
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, fn, *args)
+
+    def close(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    async def refusal(self, stage: Stage) -> str | None:
+        if not self.back_pressure.conditions:
+            return None
+        return await self.blocking(self.back_pressure.refusal, stage)
+
+    def in_authorized_network(self, server: IntakeSMTP) -> bool:
+        return in_networks(server.remote_addr, self.networks)
+
+    @staticmethod
+    def authenticated_user(session: Session) -> Username | None:
+        data = session.auth_data
+        return data if session.authenticated and isinstance(data, Username) else None
+
+    # -- hooks -------------------------------------------------------------------------------
+    async def handle_exception(self, error: Exception) -> str:
+        """A backend failing mid-command (domain list, users) is temporary: never answer 5xx for it."""
+        if isinstance(error, BareLineFeed):
+            log.warning("command line ended by a bare LF: refused")
+            return BAD_LINE_ENDING
+        log.error("SMTP command failed: %s: %s", type(error).__name__, error, exc_info=error)
+        return "451 4.3.0 Temporary internal failure, try again later"
+
+    async def handle_HELO(self, server: IntakeSMTP, session: Session, envelope: Envelope, hostname: str) -> str:
+        refusal = await self.refusal(Stage.CONNECT)
+        if refusal:
+            server.close_soon()
+            return refusal
+        session.host_name = hostname
+        return f"250 {self.config.hostname} Hello {hostname} [{server.remote_addr}]"
+
+    async def handle_EHLO(self, server: IntakeSMTP, session: Session, envelope: Envelope, hostname: str,
+                          responses: list[str]) -> list[str]:
+        refusal = await self.refusal(Stage.CONNECT)
+        if refusal:
+            server.close_soon()
+            return [refusal]
+        session.host_name = hostname
+        responses = [r for r in responses if self.users is not None or not r.startswith("250-AUTH")]
+        responses[0] = f"250-{self.config.hostname} Hello {hostname} [{server.remote_addr}]"
+        # Not announced: PIPELINING (a client waits for each reply, see forbid_unauth_pipelining) and
+        # ENHANCEDSTATUSCODES (aiosmtpd's own syntax-error replies carry none).
+        return responses
+
+    async def handle_MAIL(self, server: IntakeSMTP, session: Session, envelope: Envelope, address: str,
+                          mail_options: list[str]) -> str:
+        refusal = await self.refusal(Stage.MAIL)
+        if refusal:
+            if refusal.startswith("421"):
+                server.close_soon()
+            return refusal
+        if address != "<>":
+            try:
+                MailAddress.of(address)
+            except InvalidAddress:
+                return f"553 5.1.7 Invalid sender address <{address}>"
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        log.info("MAIL FROM:<%s>", "" if address == "<>" else address)
+        return f"250 2.1.0 Sender <{'' if address == '<>' else address}> OK"
+
+    async def handle_RCPT(self, server: IntakeSMTP, session: Session, envelope: Envelope, address: str,
+                          rcpt_options: list[str]) -> str:
+        try:
+            recipient = MailAddress.of(address)
+        except InvalidAddress:
+            return f"553 5.1.3 Invalid recipient address <{address}>"
+        local = await self.blocking(self.domains.contains, recipient.domain)
+        if (not local and self.config.auth_required
+                and not (self.authenticated_user(session) or self.in_authorized_network(server))):
+            log.warning("rejected RCPT <%s>: %s not authorized to relay to %s", recipient, server.remote_addr,
+                        recipient.domain)
+            return RELAY_DENIED
+        envelope.rcpt_tos.append(str(recipient))
+        envelope.rcpt_options.extend(rcpt_options)
+        log.info("RCPT TO:<%s> (%s)", recipient, "local" if local else "relay")
+        return f"250 2.1.5 Recipient <{recipient}> OK"
+
+    async def handle_DATA(self, server: IntakeSMTP, session: Session, envelope: Envelope) -> str:
+        name = envelope.mail_name  # type: ignore[attr-defined]
+        raw: bytes = envelope.original_content or b""
+        if self.config.strict_crlf and STRICT_CRLF_VIOLATION.search(raw):
+            log.warning("mail %s refused: bare CR or LF in DATA (possible SMTP smuggling)", name)
+            return BAD_LINE_ENDING
+        if self.config.forbid_unauth_pipelining and server.has_pending_input():
+            log.warning("mail %s refused: input pipelined after the end of DATA (PIPELINING not offered)", name)
+            server.close_soon()
+            return PIPELINING_REFUSED
+        mail = self.build_mail(server, session, envelope, name)
+        received = self.received_header(server, session, envelope).encode("utf-8", "surrogateescape")
+        try:
+            mail.content = await self.blocking(self._content, received, raw)
+        except Exception:
+            log.exception("mail %s: storing the content failed", name)
+            return NOT_ACCEPTED
+        try:
+            await self.blocking(self.spool.enqueue, mail)
+        except Exception:
+            log.exception("mail %s: enqueue on %s failed; not accepted", name, getattr(self.spool, "name", "spool"))
+            if self.store is not None:
+                try:
+                    await self.blocking(self.store.delete, mail.content)
+                except Exception:
+                    log.warning("mail %s: could not delete the orphan content blobs", name, exc_info=True)
+            return NOT_ACCEPTED
+        log.info("mail %s accepted from <%s> for %s (%d bytes)", name, mail.sender or "",
+                 ",".join(str(r) for r in mail.recipients), mail.content.size)
+        return f"250 2.6.0 Message received, queued as {name}"
+
+    # -- building the mail -------------------------------------------------------------------
+    def _content(self, received: bytes, raw: bytes) -> MailContent:
+        if self.store is None:
+            return MailContent.of_bytes(received + raw)
+        reader = io.BufferedReader(_ChainedReader([received, raw]), buffer_size=_CHUNK)
+        return self.store.save(reader)
+
+    def build_mail(self, server: IntakeSMTP, session: Session, envelope: Envelope, name: str) -> Mail:
+        sender = None if envelope.mail_from in (None, "", "<>") else MailAddress.of(envelope.mail_from)
+        mail = Mail(name=name, sender=sender, recipients=[MailAddress.of(r) for r in envelope.rcpt_tos],
+                    content=MailContent.of_bytes(b""), remote_host=server.remote_host,
+                    remote_addr=server.remote_addr or "")
+        mail.set_attribute(SMTP_SESSION_ID, server.session_id)
+        if session.host_name:
+            mail.set_attribute(HELO, session.host_name)
+        user = self.authenticated_user(session)
+        if user is not None:
+            mail.set_attribute(SMTP_AUTH_USER, user.value)
+        if self.in_authorized_network(server):
+            mail.set_attribute(SMTP_IS_AUTH_NETWORK, True)  # James sets it only when true
+        tls = server.tls_info()
+        if tls:
+            mail.set_attribute(SSL_PROTOCOL, tls[0])
+            mail.set_attribute(SSL_CIPHER, tls[1])
+        return mail
+
+    def received_header(self, server: IntakeSMTP, session: Session, envelope: Envelope,
+                        now: datetime | None = None) -> str:
+        """James's ``Received`` header (ReceivedDataLineFilter), service type per RFC 3848."""
+        if session.extended_smtp:
+            service = "ESMTP" + ("S" if server.tls_info() else "") + ("A" if self.authenticated_user(session) else "")
+            helo_mode = "EHLO"
+        else:
+            service, helo_mode = "SMTP", "HELO"
+        lines = [f"Received: from {server.remote_host} ({helo_mode} {session.host_name}) ([{server.remote_addr}])",
+                 f"          by {self.config.hostname} ({self.config.software_name}) with {service} "
+                 f"ID {server.session_id}"]
+        if len(envelope.rcpt_tos) == 1:
+            lines.append(f"          for <{envelope.rcpt_tos[0]}>;")
+        else:
+            lines[-1] += ";"
+        lines.append("          " + format_datetime(now or datetime.now(UTC)))
+        return "\r\n".join(lines) + "\r\n"
+

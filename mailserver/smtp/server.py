@@ -1,0 +1,275 @@
+"""The SMTP server: aiosmtpd's protocol with the intake handler, on an asyncio server.
+
+``SmtpServer`` runs inside an existing event loop (``await start()`` / ``await stop()``);
+``SmtpServerThread`` runs one in a background thread with its own loop (tests, embedding in a
+synchronous process), like aiosmtpd's ``Controller``.
+
+Logging: every record emitted during a session carries the MDC fields ``protocol``=SMTP,
+``ip``, ``sessionId`` and, once authenticated, ``user``; during a mail transaction also
+``mailId``, the name the accepted ``Mail`` gets (also sent in the 250 reply).
+
+The client's host name is its IP address: no reverse DNS lookup is made (James does one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import secrets
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from mailserver.domains.api import DomainList
+from mailserver.model.address import Username
+from mailserver.model.mail import new_mail_name
+from mailserver.observability.logging import mdc
+from mailserver.queue.api import MailQueue
+from mailserver.queue.content import MimeMessageStore
+from mailserver.smtp.backpressure import (
+    TOO_MANY_CONNECTIONS,
+    BackPressure,
+    HealthCondition,
+    MaintenanceCondition,
+    SpoolSizeCondition,
+    Stage,
+)
+from mailserver.smtp.config import SmtpConfig
+from mailserver.smtp.handler import BareLineFeed, IntakeHandler
+from mailserver.users.api import UsersRepository
+
+log = logging.getLogger(__name__)
+
+# aiosmtpd's own replies that lack an enhanced status code we want (RFC 3463).
+_REWRITES = {
+    "552 Error: message size exceeds fixed maximum message size":
+        "552 5.3.4 Message size exceeds fixed maximum message size",
+    "552 Error: Too much mail data": "552 5.3.4 Message size exceeds fixed maximum message size",
+}
+
+
+class IntakeSession(Session):
+    @property
+    def login_data(self) -> Any:  # aiosmtpd logs a deprecation warning on every access; we do not use it
+        return self._login_data
+
+    @login_data.setter
+    def login_data(self, value: Any) -> None:
+        self._login_data = value
+
+
+class IntakeEnvelope(Envelope):
+    """One transaction; its ``mail_name`` is the name the accepted mail gets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mail_name = new_mail_name()
+
+
+class IntakeSMTP(SMTP):
+    def __init__(self, handler: IntakeHandler, owner: SmtpServer, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.owner = owner
+        self.session_id = secrets.token_hex(8)
+        self.remote_addr: str | None = None
+        self.remote_host = "unknown"
+        self._counted = False
+        self._smtp_methods = {name: self._in_mdc(method) for name, method in self._smtp_methods.items()}
+
+    # -- state -------------------------------------------------------------------------------
+    def _create_session(self) -> Session:
+        return IntakeSession(self.loop)
+
+    def _create_envelope(self) -> Envelope:
+        return IntakeEnvelope()
+
+    def _cb_client_connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super()._cb_client_connected(reader, writer)
+        if not self.owner.config.strict_crlf:
+            return
+        # aiosmtpd reads command lines (and AUTH responses) up to a bare LF; DATA is read up to CRLF.
+        readuntil = reader.readuntil
+
+        async def strict_readuntil(separator: bytes = b"\n") -> bytes:
+            line = await readuntil(separator)
+            if separator == b"\n" and not line.endswith(b"\r\n"):
+                raise BareLineFeed("command line not ended by CRLF")
+            return line
+
+        reader.readuntil = strict_readuntil  # type: ignore[method-assign]
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if not self._counted:
+            self._counted = True
+            peer = transport.get_extra_info("peername")
+            if isinstance(peer, tuple) and peer:
+                self.remote_addr = str(peer[0])
+                self.remote_host = self.remote_addr  # no reverse DNS lookup (module docs)
+            self.owner._sessions.add(self)
+
+    def connection_lost(self, error: Exception | None) -> None:
+        self.owner._sessions.discard(self)
+        super().connection_lost(error)
+
+    def tls_info(self) -> tuple[str, str] | None:
+        ssl_object = (self.session.ssl or {}).get("ssl_object") if self.session else None
+        if ssl_object is None:
+            return None
+        cipher = ssl_object.cipher()
+        return str(ssl_object.version()), str(cipher[0] if cipher else "")
+
+    def has_pending_input(self) -> bool:
+        """Bytes already received after the DATA terminator (the client did not wait for our reply)."""
+        buffer = getattr(self._reader, "_buffer", None)
+        return bool(buffer)
+
+    def close_soon(self) -> None:
+        """Close once the reply being sent now has been written."""
+        transport = self.transport
+        if transport is not None:
+            self.loop.call_soon(transport.close)
+
+    # -- logging context ---------------------------------------------------------------------
+    def _mdc_fields(self) -> dict[str, Any]:
+        user = self.session.auth_data if self.session is not None and self.session.authenticated else None
+        return {"protocol": "SMTP", "ip": self.remote_addr, "sessionId": self.session_id,
+                "user": user.value if isinstance(user, Username) else None}
+
+    def _in_mdc(self, method: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+        @functools.wraps(method)
+        async def run(arg: Any) -> None:
+            envelope = self.envelope
+            with mdc(**self._mdc_fields(), mailId=getattr(envelope, "mail_name", None)):
+                await method(arg)
+        return run
+
+    # -- protocol ----------------------------------------------------------------------------
+    async def _handle_client(self) -> None:
+        with mdc(**self._mdc_fields()):
+            log.info("connection from %s", self.remote_addr)
+            limit = self.owner.config.max_connections
+            if limit is not None and len(self.owner._sessions) > limit:
+                await self._refuse(TOO_MANY_CONNECTIONS)
+                return
+            handler: IntakeHandler = self.event_handler
+            refusal = await handler.refusal(Stage.CONNECT)
+            if refusal:
+                await self._refuse(refusal)
+                return
+            await super()._handle_client()
+
+    async def _refuse(self, reply: str) -> None:
+        log.info("connection refused: %s", reply)
+        await self.push(reply)
+        if self.transport is not None:
+            self.transport.close()
+
+    async def push(self, status: Any) -> None:
+        if isinstance(status, str):
+            status = _REWRITES.get(status, status)
+        await super().push(status)
+
+
+class SmtpServer:
+    def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
+                 users: UsersRepository | None = None, *, store: MimeMessageStore | None = None,
+                 back_pressure: BackPressure | None = None, healthy: Callable[[], bool] | None = None,
+                 maintenance: Callable[[], bool] | None = None) -> None:
+        self.config = config
+        bp = back_pressure or BackPressure()
+        if maintenance is not None:
+            bp.add(MaintenanceCondition(maintenance))
+        if healthy is not None:
+            bp.add(HealthCondition(healthy))
+        if config.spool_size_limit is not None:
+            bp.add(SpoolSizeCondition(spool, config.spool_size_limit))
+        self.back_pressure = bp
+        self.handler = IntakeHandler(config, spool, domains, users, store=store, back_pressure=bp)
+        self.tls_context = config.tls_context()
+        self._server: asyncio.AbstractServer | None = None
+        self._sessions: set[IntakeSMTP] = set()
+        self.port: int | None = None
+
+    def _protocol(self) -> IntakeSMTP:
+        c = self.config
+        return IntakeSMTP(self.handler, self,
+                          data_size_limit=c.max_message_size or None,
+                          hostname=c.hostname, ident=c.software_name,
+                          tls_context=self.tls_context, require_starttls=c.require_starttls,
+                          timeout=c.timeout, auth_require_tls=c.auth_require_tls,
+                          loop=asyncio.get_running_loop())
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._protocol, host=self.config.host, port=self.config.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("SMTP server listening on %s:%s", self.config.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for session in list(self._sessions):
+            if session.transport is not None:
+                session.transport.close()
+        await self._server.wait_closed()
+        self._server = None
+        await asyncio.sleep(0)  # let connection_lost callbacks run
+        self.handler.close()
+        log.info("SMTP server stopped")
+
+
+class SmtpServerThread:
+    """Run an ``SmtpServer`` on its own event loop in a daemon thread."""
+
+    def __init__(self, server: SmtpServer) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        assert self.server.port is not None
+        return self.server.port
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.start())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    def start(self, timeout: float = 10.0) -> SmtpServerThread:
+        self._thread = threading.Thread(target=self._run, name="smtp-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("SMTP server did not start")
+        if self._error is not None:
+            raise RuntimeError(f"SMTP server failed to start: {self._error}") from self._error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> SmtpServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,107 @@
+"""The shipped chain on the Cassandra mailbox, Cassandra mail repositories and S3 blobs.
+
+Domain, users and rewrite table stay in memory (they are not what is tested here); the spool
+is the memory queue. Each test uses its own domain, so the shared keyspace needs no cleanup.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mailserver.events.in_process import InProcessEventBus
+from mailserver.mailbox.wiring import cassandra_context
+from mailserver.mailets.headers import AddDeliveredToHeader
+from mailserver.mailets.reprocess import reprocess
+from mailserver.model.address import Username
+from mailserver.model.mail import ERROR, Mail
+from mailserver.model.quota import QuotaLimits, QuotaRoot
+from mailserver.queue.content import MimeMessageStore
+from mailserver.repository.cassandra import CassandraMailRepositoryStore
+from tests.unit.mailets.support import Env, container_of, make_mail, memory_env, run_spool
+
+pytestmark = pytest.mark.integration
+
+ERROR_REPO = "cassandra://var/mail/error/"
+ADDRESS_ERROR = "cassandra://var/mail/address-error/"
+
+
+@pytest.fixture
+def env(cassandra, s3_blobs) -> Env:
+    domain = f"m{uuid.uuid4().hex[:10]}.test"
+    env = memory_env(blobs=s3_blobs, mailbox=cassandra_context(cassandra, s3_blobs, InProcessEventBus()),
+                     domain=domain)
+    env.repositories = CassandraMailRepositoryStore(cassandra, MimeMessageStore(s3_blobs))
+    env.context.repositories = env.repositories
+    return env
+
+
+def submit(env: Env, mail: Mail) -> Mail:
+    """As SMTP intake does: content in the blob store, then the spool; then one spooler pass."""
+    mail.content = env.contents.save(mail.content)
+    env.spool.enqueue(mail)
+    run_spool(env, container_of(env))
+    return mail
+
+
+def user(env: Env, name: str) -> str:
+    return f"{name}@{env.domains.list()[0]}"
+
+
+def test_local_delivery_into_the_cassandra_inbox(env: Env):
+    alice = user(env, "alice")
+    submit(env, make_mail(alice, data=b"From: s@remote.org\r\nSubject: hi\r\n\r\n" + b"body line\r\n" * 1000))
+    (stored,) = env.inbox(alice)
+    assert stored.startswith(b"Return-Path: <sender@remote.org>\r\n")
+    assert f"Delivered-To: {alice}\r\n\r\nbody line".encode() in stored
+    assert stored.count(b"body line") == 1000
+
+
+def test_alias_through_the_rrt(env: Env):
+    alice = user(env, "alice")
+    env.rrt.add_alias(user(env, "sales"), alice)
+    submit(env, make_mail(user(env, "sales")))
+    (stored,) = env.inbox(alice)
+    assert f"Delivered-To: {alice}".encode() in stored
+
+
+def test_unknown_recipient_is_kept_in_the_cassandra_repository(env: Env):
+    mail = submit(env, make_mail(user(env, "nobody")))
+    kept = env.repositories.select(ADDRESS_ERROR).retrieve(mail.name)
+    assert kept is not None and kept.state == "local-address-error"
+    assert "no such user here" in kept.error_message
+    assert b"Subject: Hello" in env.contents.read(kept.content)
+    env.repositories.select(ADDRESS_ERROR).remove(mail.name)
+
+
+def test_over_quota_then_reprocessing_delivers(env: Env):
+    bob = user(env, "bob")
+    root = QuotaRoot.for_user(Username.of(bob))
+    env.mailbox.quota.set_user_limits(root, QuotaLimits(count=0))
+    mail = submit(env, make_mail(bob, user(env, "alice")))
+    assert len(env.inbox(user(env, "alice"))) == 1 and env.inbox(bob) == []
+    repository = env.repositories.select(ERROR_REPO)
+    kept = repository.retrieve(f"error-{mail.name}")
+    assert kept is not None and kept.state == ERROR and "quota exceeded" in kept.error_message
+
+    env.mailbox.quota.set_user_limits(root, QuotaLimits())
+    assert reprocess(repository, kept.name, "local-delivery", env.spool) is not None
+    run_spool(env, container_of(env))
+    assert len(env.inbox(bob)) == 1
+    assert repository.retrieve(kept.name) is None
+
+
+def test_failing_mailet_error_repository_then_reprocessing(env: Env, monkeypatch):
+    alice = user(env, "alice")
+    monkeypatch.setattr(AddDeliveredToHeader, "service", lambda self, mail: 1 / 0)
+    mail = submit(env, make_mail(alice))
+    repository = env.repositories.select(ERROR_REPO)
+    kept = repository.retrieve(mail.name)
+    assert kept is not None
+    assert kept.error_message.startswith("Exception calling AddDeliveredToHeader: division by zero")
+    assert "org.apache.james.MailetError" not in kept.attributes
+    monkeypatch.undo()
+    reprocess(repository, mail.name, "transport", env.spool)
+    run_spool(env, container_of(env))
+    assert len(env.inbox(alice)) == 1

@@ -1,0 +1,282 @@
+"""The mail-queue contract on RabbitMQ + Cassandra + S3, plus what only the distributed queue does."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pika
+import pytest
+
+from mailserver.model.mail import MailContent
+from mailserver.queue.api import MailQueueError, Outcome
+from mailserver.queue.content import MimeMessageStore
+from mailserver.queue.rabbitmq import DistributedMailQueueFactory
+from mailserver.queue.serialization import MailReference, serialize_reference
+from mailserver.queue.view import slice_start
+from tests.contract.mail_queue_contract import RAW, SHORT, WAIT, MailQueueContract, make_mail
+from tests.support.clients import amqp_parameters, rabbitmq_management
+
+pytestmark = pytest.mark.integration
+
+
+def delete_rabbitmq_objects(stack, factory) -> None:
+    """Delete every queue and exchange the factory's queues declared."""
+    connection = pika.BlockingConnection(amqp_parameters(stack))
+    try:
+        for queue in list(factory._queues.values()):
+            n = queue.names
+            queues = [n.workqueue, n.dead_letter_queue, *(n.delay_queue(ms) for ms in queue.delays())]
+            for name in queues:
+                channel = connection.channel()
+                try:
+                    channel.queue_delete(name)
+                except pika.exceptions.ChannelClosedByBroker:
+                    pass
+            for name in (n.exchange, n.dead_letter_exchange, n.delay_exchange):
+                channel = connection.channel()
+                try:
+                    channel.exchange_delete(name)
+                except pika.exceptions.ChannelClosedByBroker:
+                    pass
+    finally:
+        connection.close()
+
+
+def make_factory(stack, cassandra, s3_blobs, **kwargs) -> DistributedMailQueueFactory:
+    return DistributedMailQueueFactory(stack.amqp_url, cassandra, s3_blobs,
+                                       management_url=stack.rabbitmq_management_url, **kwargs)
+
+
+@pytest.fixture
+def factories(stack):
+    """Every factory a test makes; their connections are closed and their RabbitMQ objects deleted."""
+    made = []
+    yield made
+    for factory in made:
+        factory.close()
+    for factory in made:
+        delete_rabbitmq_objects(stack, factory)
+
+
+@pytest.fixture
+def another(stack, cassandra, s3_blobs, factories):
+    """A second factory on the same services: another process of the cluster."""
+    def build(**kwargs):
+        factory = make_factory(stack, cassandra, s3_blobs, **kwargs)
+        factories.append(factory)
+        return factory
+    return build
+
+
+def vhost_path(stack) -> str:
+    return urllib.parse.quote(amqp_parameters(stack).virtual_host, safe="")
+
+
+def raw_get_all(stack, queue_name: str) -> list[tuple[object, bytes]]:
+    """(properties, body) of every message of a RabbitMQ queue, left in place (requeued on close)."""
+    connection = pika.BlockingConnection(amqp_parameters(stack))
+    try:
+        channel = connection.channel()
+        out = []
+        while True:
+            method, props, body = channel.basic_get(queue_name, auto_ack=False)
+            if method is None:
+                return out
+            out.append((props, body))
+    finally:
+        connection.close()
+
+
+def wait_for_messages(stack, queue_name: str, count: int = 1) -> list[tuple[object, bytes]]:
+    """The messages of a queue once it holds ``count`` (dead-lettering is asynchronous); at most WAIT s."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        messages = raw_get_all(stack, queue_name)
+        if len(messages) >= count or time.monotonic() > deadline:
+            return messages
+        time.sleep(0.1)
+
+
+class TestDistributedMailQueue(MailQueueContract):
+    @pytest.fixture
+    def factory(self, another):
+        return another()
+
+    @pytest.fixture
+    def read_content(self, s3_blobs):
+        return MimeMessageStore(s3_blobs).read
+
+    @pytest.fixture
+    def dead_letters(self, stack):
+        def names(queue):
+            return [json.loads(body)["name"] for _, body in wait_for_messages(stack, queue.names.dead_letter_queue)]
+        return names
+
+    # ------------------------------------------------------------------ RabbitMQ specifics
+    def test_work_queue_is_quorum_and_messages_persistent(self, stack, queue):
+        info = rabbitmq_management(stack, f"/api/queues/{vhost_path(stack)}/JamesMailQueue-workqueue-{queue.name}")
+        assert info["type"] == "quorum" and info["durable"] and not info["auto_delete"]
+        assert info["arguments"]["x-dead-letter-exchange"] == f"JamesMailQueue-dead-letter-exchange-{queue.name}"
+        bindings = rabbitmq_management(
+            stack, f"/api/exchanges/{vhost_path(stack)}/JamesMailQueue-exchange-{queue.name}/bindings/source")
+        assert [(b["destination"], b["routing_key"]) for b in bindings] == \
+            [(f"JamesMailQueue-workqueue-{queue.name}", "")]
+        mail = make_mail()
+        queue.enqueue(mail)
+        [(props, body)] = raw_get_all(stack, queue.names.workqueue)
+        assert props.delivery_mode == 2 and props.content_type == "text/plain"
+        doc = json.loads(body)
+        assert doc["name"] == mail.name and uuid.UUID(doc["enqueueId"])
+        assert doc["headerBlobId"] and doc["bodyBlobId"]
+
+    def test_delay_queue_topology(self, stack, queue):
+        queue.enqueue(make_mail(), delay=timedelta(seconds=90))
+        name = f"JamesMailQueue-delay-{queue.name}-90000"
+        info = rabbitmq_management(stack, f"/api/queues/{vhost_path(stack)}/{name}")
+        assert info["durable"] and info["arguments"]["x-message-ttl"] == 90000
+        assert info["arguments"]["x-dead-letter-exchange"] == queue.names.exchange
+        assert info["arguments"]["x-dead-letter-routing-key"] == ""
+        assert queue.delays() == [90000]
+        assert queue.size() == 1
+
+    def test_another_process_dequeues_what_one_enqueued(self, queue, another):
+        mail = make_mail()
+        queue.enqueue(mail)
+        other = another().get(queue.name)
+        item = other.dequeue(timeout=WAIT)
+        assert item is not None and item.mail.name == mail.name
+        item.done(Outcome.SUCCESS)
+        assert queue.dequeue(timeout=SHORT) is None
+
+    def test_unacked_item_is_redelivered_after_its_connection_closes(self, queue, another):
+        mail = make_mail()
+        queue.enqueue(mail)
+        crashing = another().get(queue.name)
+        item = crashing.dequeue(timeout=WAIT)
+        assert item.mail.name == mail.name
+        crashing.close()  # the consumer process dies with the message unacked
+        again = queue.dequeue(timeout=WAIT)
+        assert again is not None and again.enqueue_id == item.enqueue_id
+        again.done(Outcome.SUCCESS)
+
+    def test_republish_after_the_broker_lost_the_message(self, stack, queue):
+        mail = make_mail()
+        queue.enqueue(mail)
+        [view] = queue.browse()
+        connection = pika.BlockingConnection(amqp_parameters(stack))
+        try:
+            connection.channel().queue_purge(queue.names.workqueue)  # the broker lost it
+        finally:
+            connection.close()
+        assert queue.dequeue(timeout=SHORT) is None
+        assert queue.republish_not_processed(datetime.now(UTC) - timedelta(hours=1)) == 0  # too recent
+        assert queue.republish_not_processed(datetime.now(UTC) + timedelta(minutes=1)) == 1
+        item = queue.dequeue(timeout=WAIT)
+        assert item is not None and item.mail.name == mail.name and item.enqueue_id == view.enqueue_id
+        item.done(Outcome.SUCCESS)
+        assert queue.republish_not_processed(datetime.now(UTC) + timedelta(minutes=1)) == 0
+
+    def test_undeserialisable_message_goes_to_the_dead_letter_queue(self, stack, queue):
+        connection = pika.BlockingConnection(amqp_parameters(stack))
+        try:
+            connection.channel().basic_publish(queue.names.exchange, "", b"{not json")
+        finally:
+            connection.close()
+        assert queue.dequeue(timeout=SHORT) is None
+        assert [body for _, body in wait_for_messages(stack, queue.names.dead_letter_queue)] == [b"{not json"]
+
+    def test_reference_with_missing_blobs_goes_to_the_dead_letter_queue(self, stack, queue):
+        mail = make_mail(content=MailContent.of_blobs(f"missing-{uuid.uuid4()}", f"missing-{uuid.uuid4()}", 10))
+        body = serialize_reference(MailReference(uuid.uuid4(), mail))
+        connection = pika.BlockingConnection(amqp_parameters(stack))
+        try:
+            connection.channel().basic_publish(queue.names.exchange, "", body,
+                                               pika.BasicProperties(headers={"x-mail-size": 10}))
+        finally:
+            connection.close()
+        assert queue.dequeue(timeout=SHORT) is None
+        assert len(wait_for_messages(stack, queue.names.dead_letter_queue)) == 1
+
+    def test_view_rows_and_deleted_marks(self, cassandra, queue):
+        mail = make_mail()
+        queue.enqueue(mail)
+        [view] = queue.browse()
+        item = queue.dequeue(timeout=WAIT)
+        enqueue_id = uuid.UUID(item.enqueue_id)
+        assert item.enqueue_id == view.enqueue_id
+        [row] = [r for r in cassandra.execute(
+            "SELECT * FROM enqueuedMailsV4 WHERE queueName = ? AND timeRangeStart = ? AND bucketId = ?",
+            (queue.name, slice_start(view.enqueued_time, timedelta(hours=1)), 0)) if r["enqueueid"] == enqueue_id]
+        assert row["name"] == mail.name and row["recipients"] == ["r1@example.com", "r2@other.org"]
+        assert row["perrecipientspecificheaders"] == [("r1@example.com", "X-Tag", "v")]
+        assert json.loads(row["attributes"]["count"]) == {"serializer": "IntSerializer", "value": 3}
+        assert not queue.view.is_deleted(enqueue_id)
+        item.done(Outcome.SUCCESS)
+        assert queue.view.is_deleted(enqueue_id)
+        assert cassandra.one("SELECT browseStart FROM browseStart WHERE queueName = ?", (queue.name,))
+        assert cassandra.one("SELECT contentStart FROM contentStart WHERE queueName = ?", (queue.name,))
+
+    def test_enqueue_fails_when_the_view_write_fails(self, faults, queue):
+        faults.fail("enqueuedMailsV4", "INSERT")
+        with pytest.raises(MailQueueError):
+            queue.enqueue(make_mail())
+        assert queue.dequeue(timeout=SHORT) is None
+        assert queue.size() == 0
+
+    def test_unroutable_publish_fails_the_enqueue_and_marks_it_deleted(self, stack, queue):
+        connection = pika.BlockingConnection(amqp_parameters(stack))
+        try:
+            connection.channel().queue_unbind(queue.names.workqueue, queue.names.exchange, routing_key="")
+        finally:
+            connection.close()
+        with pytest.raises(MailQueueError):
+            queue.enqueue(make_mail())
+        assert list(queue.browse()) == []
+
+    def test_list_names_without_management_api(self, stack, cassandra, s3_blobs, factories):
+        factory = DistributedMailQueueFactory(stack.amqp_url, cassandra, s3_blobs)
+        factories.append(factory)
+        name = f"q-{uuid.uuid4().hex[:12]}"
+        factory.get(name)
+        assert factory.list_names() == [name]
+
+    def test_browse_start_update_and_cleanup(self, cassandra, another):
+        clock = [datetime(2020, 1, 1, 10, 30, tzinfo=UTC)]
+        queue = another(clock=lambda: clock[0]).get(f"q-{uuid.uuid4().hex[:12]}")
+        assert queue.view.browse_start() == datetime(2020, 1, 1, 10, tzinfo=UTC)
+        old = make_mail()
+        queue.enqueue(old)
+        item = queue.dequeue(timeout=WAIT)
+        old_id = uuid.UUID(item.enqueue_id)
+        item.done(Outcome.SUCCESS)
+        assert queue.update_browse_start() is None  # the browse start is still within a slice window of now
+        clock[0] = datetime(2020, 1, 1, 12, 10, tzinfo=UTC)
+        live = make_mail()
+        queue.enqueue(live, delay=timedelta(hours=5))  # stays enqueued
+        clock[0] = datetime(2020, 1, 1, 15, 0, tzinfo=UTC)
+        assert queue.update_browse_start() == datetime(2020, 1, 1, 12, tzinfo=UTC)
+        assert queue.view.browse_start() == queue.view.content_start() == datetime(2020, 1, 1, 12, tzinfo=UTC)
+        assert cassandra.execute("SELECT enqueueId FROM enqueuedMailsV4 WHERE queueName = ? AND timeRangeStart = ? "
+                                 "AND bucketId = ?", (queue.name, datetime(2020, 1, 1, 10, tzinfo=UTC), 0)) == []
+        assert not queue.view.is_deleted(old_id)  # the mark went with its slice
+        assert [v.mail.name for v in queue.browse()] == [live.name]
+        assert queue.update_browse_start() is None  # nothing newer to move to
+        assert queue.clear() == 1
+        clock[0] = datetime(2020, 1, 1, 16, 0, tzinfo=UTC)
+        # removed, but its message still waits in a delay queue: the deleted mark must stay
+        assert queue.update_browse_start() is None
+        clock[0] = datetime(2020, 1, 2, 0, 0, tzinfo=UTC)
+        assert queue.update_browse_start() == datetime(2020, 1, 1, 23, tzinfo=UTC)  # never into the last window
+        assert list(queue.browse()) == []
+
+    def test_flushed_message_keeps_the_reference(self, queue):
+        mail = make_mail()
+        queue.enqueue(mail, delay=timedelta(hours=1))
+        assert queue.flush() == 1
+        item = queue.dequeue(timeout=WAIT)
+        assert (item.mail.name, item.mail.attributes, item.mail.content.size) == (mail.name, mail.attributes, len(RAW))
+        item.done(Outcome.SUCCESS)

@@ -1,0 +1,110 @@
+"""Helpers for the in-process SMTP tests: a server on a loopback port, a raw client, a certificate."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import ssl
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from mailserver.domains.memory import MemoryDomainList
+from mailserver.model.mail import Mail
+from mailserver.queue.api import MailQueueError
+from mailserver.queue.memory import MemoryMailQueue
+from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
+from mailserver.users.memory import MemoryUsersRepository
+
+LOCAL = "local.test"
+USER, PASSWORD = f"alice@{LOCAL}", "s3cret-Passw0rd"
+
+
+class FailingQueue(MemoryMailQueue):
+    def __init__(self) -> None:
+        super().__init__("spool")
+        self.fail = True
+
+    def enqueue(self, mail, delay=None) -> None:
+        if self.fail:
+            raise MailQueueError("broker unreachable")
+        super().enqueue(mail, delay)
+
+
+def drain(queue: MemoryMailQueue) -> list[Mail]:
+    mails = []
+    while (item := queue.dequeue(timeout=0)) is not None:
+        mails.append(item.mail)
+        item.done("SUCCESS")
+    return mails
+
+
+def self_signed(tmp: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def insecure_client_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def make_server(queue=None, *, users: bool = True, **config) -> tuple[SmtpServerThread, MemoryMailQueue]:
+    queue = queue if queue is not None else MemoryMailQueue("spool")
+    domains = MemoryDomainList([LOCAL])
+    repo = MemoryUsersRepository(domains) if users else None
+    if repo is not None:
+        repo.add_user(USER, PASSWORD)
+    extra = {k: config.pop(k) for k in ("store", "back_pressure", "healthy", "maintenance") if k in config}
+    cfg = SmtpConfig(**{"port": 0, "hostname": "mx.local.test", **config})
+    thread = SmtpServerThread(SmtpServer(cfg, queue, domains, repo, **extra)).start()
+    return thread, queue
+
+
+class RawClient:
+    """Speaks raw bytes, to send what smtplib would never send."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buffer = b""
+
+    def reply(self) -> str:
+        """One complete (possibly multi-line) reply."""
+        lines = []
+        while True:
+            while b"\r\n" not in self.buffer:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError("closed: " + repr(lines))
+                self.buffer += chunk
+            line, self.buffer = self.buffer.split(b"\r\n", 1)
+            text = line.decode()
+            lines.append(text)
+            if len(text) < 4 or text[3] != "-":
+                return "\n".join(lines)
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def command(self, line: str) -> str:
+        self.send(line.encode() + b"\r\n")
+        return self.reply()
+
+    def close(self) -> None:
+        self.sock.close()
