@@ -9,6 +9,7 @@ from . import artifacts
 from .manager import PROFILES, SERVICE_CLASSES, StackManager, format_status
 from .services.airflow import Airflow
 from .services.base import ServiceError
+from .services.mailserver import MailServer
 
 
 def _names(args: argparse.Namespace) -> list[str]:
@@ -72,6 +73,13 @@ def urls(manager: StackManager) -> str:
         f"  RabbitMQ management  http://{s.host}:{s.ports.rabbitmq_management}"
         f"   user {c.amqp_user} / {c.amqp_password}",
     ]
+    mail = manager.services["mailserver"]
+    assert isinstance(mail, MailServer)
+    if mail.pids():
+        lines += [
+            f"  Mail server SMTP     smtp://{s.host}:{s.ports.smtp}",
+            f"  Mail server WebAdmin {mail.webadmin_url}   header Password: {mail.webadmin_password()}",
+        ]
     if airflow.pids():
         password = airflow.admin_password() or f"(see {airflow.passwords_file})"
         lines += [

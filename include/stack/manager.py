@@ -11,6 +11,7 @@ from .endpoints import Endpoints
 from .services.airflow import Airflow
 from .services.base import Service, ServiceError
 from .services.cassandra import Cassandra
+from .services.mailserver import MailServer
 from .services.opensearch import OpenSearch
 from .services.postgres import Postgres
 from .services.rabbitmq import RabbitMQ
@@ -18,15 +19,18 @@ from .services.s3proxy import S3Proxy
 from .settings import StackSettings
 
 # Light services first; the two heavy JVMs start together (two JVMs on two cores still beat
-# one after the other); Airflow last because it needs PostgreSQL and its DAGs the rest.
+# one after the other); then the mail server, which needs them all; Airflow last because it
+# needs PostgreSQL and its DAGs the rest.
 SERVICE_CLASSES: dict[str, type[Service]] = {
     "rabbitmq": RabbitMQ,
     "postgres": Postgres,
     "s3": S3Proxy,
     "opensearch": OpenSearch,
     "cassandra": Cassandra,
+    "mailserver": MailServer,
     "airflow": Airflow,
 }
+LATE = ("mailserver", "airflow")   # started one by one once every backend answers
 BACKENDS = ("rabbitmq", "s3", "opensearch", "cassandra")
 PROFILES = {
     "all": tuple(SERVICE_CLASSES),
@@ -54,7 +58,7 @@ class StackManager:
         needs_jars = {s.name for s in selected} & {"cassandra", "opensearch", "s3", "airflow"}
         if needs_jars:
             artifacts.fetch_all(self.settings, log=self.log)
-        backends = [s for s in selected if s.name != "airflow"]
+        backends = [s for s in selected if s.name not in LATE]
         launched: set[str] = set()
         for svc in backends:
             if svc.ensure_started():
@@ -65,12 +69,12 @@ class StackManager:
             if hasattr(svc, "after_ready"):
                 svc.after_ready()
             self.log(f"{svc.name:<11} ready: {detail}" + ("" if svc.name in launched else " (already running)"))
-        for svc in selected:
-            if svc.name == "airflow":
-                if svc.ensure_started():
-                    launched.add(svc.name)
-                    self.log("airflow     started (api-server, scheduler, dag-processor, triggerer)")
-                self.log(f"airflow     ready: {svc.wait_ready()}")
+        for svc in (s for s in selected if s.name in LATE):
+            if svc.ensure_started():
+                launched.add(svc.name)
+                what = " (api-server, scheduler, dag-processor, triggerer)" if svc.name == "airflow" else ""
+                self.log(f"{svc.name:<11} started{what}")
+            self.log(f"{svc.name:<11} ready: {svc.wait_ready()}")
         self.write_env_file()
         self.log(f"stack up in {time.monotonic() - started:.0f}s "
                  f"({'nothing to start' if not launched else 'started ' + ', '.join(sorted(launched))})")

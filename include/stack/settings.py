@@ -40,6 +40,8 @@ class Ports:
     epmd: int = field(default_factory=lambda: _env_int("STACK_EPMD_PORT", 4369))
     postgres: int = field(default_factory=lambda: _env_int("STACK_POSTGRES_PORT", 5432))
     airflow: int = field(default_factory=lambda: _env_int("STACK_AIRFLOW_PORT", 8080))
+    smtp: int = field(default_factory=lambda: _env_int("STACK_SMTP_PORT", 2525))
+    webadmin: int = field(default_factory=lambda: _env_int("STACK_WEBADMIN_PORT", 8000))
 
 
 @dataclass(frozen=True)

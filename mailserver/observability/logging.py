@@ -98,13 +98,18 @@ def parse_levels(spec: str) -> dict[str, int]:
         levels[name.strip()] = value
     return levels
 
+# pika logs every connection open and close at INFO (the RabbitMQ health probe opens one every
+# few seconds); the Cassandra driver warns about protocol negotiation at every connect.
+QUIET_DRIVERS = "pika=WARNING,cassandra=WARNING,botocore=WARNING,urllib3=WARNING"
+
 
 def configure(*, fmt: str | None = None, levels: str | None = None, stream: Any = None,
               env: Mapping[str, str] | None = None) -> logging.Handler:
     """Install one handler on the root logger; ``fmt`` is ``json`` or ``console``.
 
     Defaults come from ``MAILSERVER_LOG_FORMAT`` (console) and ``MAILSERVER_LOG_LEVELS``
-    (root INFO). Returns the handler (tests remove it again).
+    (root INFO; the drivers' chatty loggers at WARNING, see ``QUIET_DRIVERS``, unless named
+    there). Returns the handler (tests remove it again).
     """
     env = os.environ if env is None else env
     fmt = (fmt or env.get("MAILSERVER_LOG_FORMAT") or "console").lower()
@@ -116,6 +121,7 @@ def configure(*, fmt: str | None = None, levels: str | None = None, stream: Any 
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)
-    for name, level in parse_levels(levels if levels is not None else env.get("MAILSERVER_LOG_LEVELS", "")).items():
+    spec = levels if levels is not None else env.get("MAILSERVER_LOG_LEVELS", "")
+    for name, level in {**parse_levels(QUIET_DRIVERS), **parse_levels(spec)}.items():
         logging.getLogger(name or None).setLevel(level)
     return handler

@@ -21,6 +21,7 @@ from .. import artifacts, processes
 from ..endpoints import Endpoints
 from ..settings import REPO_ROOT
 from .base import Service, ServiceError
+from .mailserver import MailServer
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 
@@ -65,7 +66,9 @@ class Airflow(Service):
         venv_bin = str(Path(sys.executable).parent)
         env = dict(os.environ)
         env.update(Endpoints.from_settings(s).to_env())
-        env.update(airflow_connections(Endpoints.from_settings(s)))
+        mail = MailServer(s)   # the admin API the maintenance DAGs call
+        env.update(airflow_connections(Endpoints.from_settings(s), webadmin_url=mail.webadmin_url,
+                                       webadmin_password=mail.webadmin_password()))
         env.update({
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),

@@ -1,0 +1,71 @@
+"""The mail server itself (``mailserver serve``, every role) over the stack's backends.
+
+Its WebAdmin password is generated on first start and kept in ``.stack/mailserver/`` (mode
+0600); Airflow's ``webadmin_default`` connection reads it from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import sys
+import urllib.request
+from pathlib import Path
+
+from .. import processes
+from ..endpoints import Endpoints
+from .base import Service
+
+
+class MailServer(Service):
+    name = "mailserver"
+    start_timeout = 120.0
+    stop_timeout = 60.0   # SMTP stops first, then the consumers finish the mail they hold
+
+    @property
+    def password_file(self) -> Path:
+        return self.home / "webadmin-password"
+
+    def webadmin_password(self) -> str | None:
+        return self.password_file.read_text().strip() if self.password_file.exists() else None
+
+    @property
+    def webadmin_url(self) -> str:
+        return f"http://{self.settings.host}:{self.settings.ports.webadmin}"
+
+    def prepare(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        if not self.password_file.exists():
+            self.password_file.write_text(secrets.token_urlsafe(18) + "\n")
+            self.password_file.chmod(0o600)
+
+    def env(self) -> dict[str, str]:
+        s = self.settings
+        env = dict(os.environ)
+        env.update(Endpoints.from_settings(s).to_env())
+        env.update({
+            "MAILSERVER_SMTP_HOST": s.host,
+            "MAILSERVER_SMTP_PORT": str(s.ports.smtp),
+            "MAILSERVER_WEBADMIN_HOST": s.host,
+            "MAILSERVER_WEBADMIN_PORT": str(s.ports.webadmin),
+            "MAILSERVER_WEBADMIN_PASSWORD": self.webadmin_password() or "",
+        })
+        return env
+
+    def start(self) -> None:
+        # The stack recognises its processes by their command line naming the stack's root: the
+        # bytecode cache under .stack/ does that, and keeps the work tree free of __pycache__.
+        argv = [sys.executable, "-X", f"pycache_prefix={self.home / 'pycache'}", "-m", "mailserver.cli", "serve"]
+        processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, env=self.env(), cwd=self.home)
+
+    def probe(self) -> str:
+        s = self.settings
+        with socket.create_connection((s.host, s.ports.smtp), timeout=5) as conn:
+            banner = conn.recv(512).decode("ascii", "replace").strip()
+        if not banner.startswith("220"):
+            raise RuntimeError(f"SMTP greeting {banner!r}")
+        with urllib.request.urlopen(f"{self.webadmin_url}/healthcheck", timeout=10) as response:
+            status = json.load(response)["status"]
+        return f"smtp://{s.host}:{s.ports.smtp}, webadmin {self.webadmin_url} (health {status})"
