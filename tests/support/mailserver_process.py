@@ -23,7 +23,6 @@ from include.stack.endpoints import Endpoints
 from mailserver.mailets.config import DEFAULT_FILE
 
 WEBADMIN_PASSWORD = "e2e-admin-secret"
-JAMES_QUEUE_PREFIX = "JamesMailQueue-"
 
 
 def free_port() -> int:
@@ -51,8 +50,9 @@ def mailet_container_for_tests(path: Path, *, delay_time: str = "2s, 2s", max_re
     return path
 
 
-def server_env(stack: Endpoints, keyspace: str, bucket: str, container: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, **stack.to_env(),
+def server_env(stack: Endpoints, amqp_url: str, keyspace: str, bucket: str, container: Path,
+               **extra: str) -> dict[str, str]:
+    env = {**os.environ, **stack.to_env(), "AMQP_URL": amqp_url,
            "CASSANDRA_KEYSPACE": keyspace, "S3_DEFAULT_BUCKET": bucket,
            "MAILSERVER_MAILETCONTAINER": str(container),
            "MAILSERVER_SMTP_PORT": str(free_port()), "MAILSERVER_WEBADMIN_PORT": str(free_port()),
@@ -66,27 +66,39 @@ def server_env(stack: Endpoints, keyspace: str, bucket: str, container: Path, **
     return env
 
 
-def reset_james_queues(stack: Endpoints, names: tuple[str, ...] = ("spool", "outgoing")) -> None:
-    """Delete the broker objects of these mail queues (left over by an earlier session)."""
-    import pika
+class IsolatedVhost:
+    """A RabbitMQ virtual host of its own, so the James queue names (``spool``, ``outgoing``) of a
+    test server never meet those of another server on the same broker (``make run``'s, say)."""
 
-    base = stack.rabbitmq_management_url.rstrip("/")
-    parsed = urllib.parse.urlparse(stack.amqp_url)
-    request = urllib.request.Request(f"{base}/api/queues/%2F?columns=name")
-    token = base64.b64encode(f"{parsed.username or 'guest'}:{parsed.password or 'guest'}".encode()).decode()
-    request.add_header("Authorization", f"Basic {token}")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        existing = [q["name"] for q in json.load(response)]
-    doomed = [q for q in existing for n in names
-              if q in (f"{JAMES_QUEUE_PREFIX}workqueue-{n}", f"{JAMES_QUEUE_PREFIX}dead-letter-queue-{n}")
-              or q.startswith(f"{JAMES_QUEUE_PREFIX}delay-{n}-")]
-    connection = pika.BlockingConnection(pika.URLParameters(stack.amqp_url))
-    try:
-        channel = connection.channel()
-        for queue in doomed:
-            channel.queue_delete(queue)
-    finally:
-        connection.close()
+    def __init__(self, stack: Endpoints, name: str) -> None:
+        self.stack = stack
+        self.name = name
+        parsed = urllib.parse.urlsplit(stack.amqp_url)
+        self.user, self.password = parsed.username or "guest", parsed.password or "guest"
+        self.amqp_url = urllib.parse.urlunsplit(parsed._replace(path="/" + urllib.parse.quote(name, safe="")))
+
+    def _call(self, method: str, path: str, body: Any = None) -> None:
+        token = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+        request = urllib.request.Request(
+            self.stack.rabbitmq_management_url.rstrip("/") + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30):
+            pass
+
+    def __enter__(self) -> IsolatedVhost:
+        vhost = urllib.parse.quote(self.name, safe="")
+        self._call("PUT", f"/api/vhosts/{vhost}")
+        self._call("PUT", f"/api/permissions/{vhost}/{urllib.parse.quote(self.user, safe='')}",
+                   {"configure": ".*", "write": ".*", "read": ".*"})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._call("DELETE", f"/api/vhosts/{urllib.parse.quote(self.name, safe='')}")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
 
 
 class ServerProcess:

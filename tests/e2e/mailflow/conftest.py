@@ -21,7 +21,7 @@ from mailserver.model.mailbox import MailboxPath
 from mailserver.runtime.backends import Backends
 from mailserver.runtime.serve import Server
 from mailserver.runtime.settings import ServeSettings
-from tests.support.mailserver_process import mailet_container_for_tests, reset_james_queues, server_env
+from tests.support.mailserver_process import IsolatedVhost, mailet_container_for_tests, server_env
 from tests.unit.delivery.delivery_helpers import Sink
 
 pytestmark = pytest.mark.integration
@@ -87,13 +87,18 @@ def eventually(probe: Callable[[], Any], timeout: float = 60.0, interval: float 
     return value
 
 
+@pytest.fixture
+def vhost(stack) -> Iterator[IsolatedVhost]:
+    with IsolatedVhost(stack, f"e2e-{uuid.uuid4().hex[:8]}") as isolated:
+        yield isolated
+
+
 @pytest.fixture(scope="module")
 def mail_world(stack, cassandra, cassandra_config, tmp_path_factory) -> Iterator[MailWorld]:
     tag = uuid.uuid4().hex[:8]
-    reset_james_queues(stack)
     container = mailet_container_for_tests(tmp_path_factory.mktemp("mailflow") / "mailetcontainer.yaml")
-    with Sink() as sink:
-        env = server_env(stack, cassandra_config.keyspace, f"mail-{tag}", container,
+    with IsolatedVhost(stack, f"e2e-{tag}") as vhost, Sink() as sink:
+        env = server_env(stack, vhost.amqp_url, cassandra_config.keyspace, f"mail-{tag}", container,
                          MAILSERVER_MX_STATIC=f"remote.example={sink.address}")
         server = Server(ServeSettings.from_env(env), env).start()
         try:

@@ -26,12 +26,7 @@ from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.users.cassandra import CassandraUsersRepository
 from tests.e2e.mailflow.conftest import eventually
-from tests.support.mailserver_process import (
-    ServerProcess,
-    mailet_container_for_tests,
-    reset_james_queues,
-    server_env,
-)
+from tests.support.mailserver_process import IsolatedVhost, ServerProcess, mailet_container_for_tests, server_env
 
 pytestmark = pytest.mark.integration
 
@@ -85,13 +80,13 @@ class Sender:
 
 
 def test_sigkill_during_intake_and_processing_loses_no_accepted_mail(stack, cassandra, cassandra_config,
-                                                                      tmp_path_factory):
+                                                                      vhost: IsolatedVhost, tmp_path_factory):
     tag = uuid.uuid4().hex[:8]
-    reset_james_queues(stack)
     workdir = tmp_path_factory.mktemp("crash")
     container = mailet_container_for_tests(workdir / "mailetcontainer.yaml", spooler_threads=SPOOLER_THREADS)
     bucket = f"crash-{tag}"
-    env = server_env(stack, cassandra_config.keyspace, bucket, container, MAILSERVER_LOG_FORMAT="json")
+    env = server_env(stack, vhost.amqp_url, cassandra_config.keyspace, bucket, container,
+                     MAILSERVER_LOG_FORMAT="json")
     domain = f"crash-{tag}.test"
     CassandraDomainList(cassandra).add(domain)
     users = CassandraUsersRepository(cassandra, CassandraDomainList(cassandra))
@@ -145,3 +140,4 @@ def test_sigkill_during_intake_and_processing_loses_no_accepted_mail(stack, cass
         assert duplicates <= CLIENTS + SPOOLER_THREADS
     finally:
         server.terminate()
+
