@@ -118,7 +118,8 @@ def cassandra(cassandra_config):
         bootstrap.close()
     session = CassandraSession.connect(cassandra_config)
     yield session
-    session.session.execute(f"DROP KEYSPACE IF EXISTS {cassandra_config.keyspace}")
+    # Generous: schema changes wait for every node, and a test may have just restarted Cassandra.
+    session.session.execute(f"DROP KEYSPACE IF EXISTS {cassandra_config.keyspace}", timeout=120)
     session.close()
 
 

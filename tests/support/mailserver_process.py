@@ -131,9 +131,10 @@ class ServerProcess:
         raise RuntimeError(f"mailserver did not answer SMTP within {timeout}s:\n{self.tail()}")
 
     def smtp_answers(self) -> bool:
+        """A greeting came (220, or 421 while in maintenance): every role has started."""
         try:
             with socket.create_connection(("127.0.0.1", self.smtp_port), timeout=2) as s:
-                return s.recv(3) == b"220"
+                return s.recv(3) in (b"220", b"421")
         except OSError:
             return False
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from include.stack.manager import StackManager
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.runtime.backends import Backends
@@ -85,6 +86,16 @@ def eventually(probe: Callable[[], Any], timeout: float = 60.0, interval: float 
         time.sleep(interval)
         value = probe()
     return value
+
+
+@pytest.fixture
+def local_stack(stack) -> StackManager:
+    """Service control needs the stack this machine runs; external endpoints cannot be stopped."""
+    manager = StackManager(log=lambda _m: None)
+    if not manager.services["rabbitmq"].health().pid:
+        pytest.fail("the backends are not run by the local stack manager: this test stops and restarts them",
+                    pytrace=False)
+    return manager
 
 
 @pytest.fixture

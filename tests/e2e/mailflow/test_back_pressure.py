@@ -50,16 +50,6 @@ def test_spool_over_its_limit_answers_452_and_accepts_once_drained(mail_world: M
         intake.stop()
 
 
-@pytest.fixture
-def local_stack(stack) -> StackManager:
-    """Service control needs the stack this machine runs; external endpoints cannot be stopped."""
-    manager = StackManager(log=lambda _m: None)
-    if not manager.services["rabbitmq"].health().pid:
-        pytest.fail("RabbitMQ is not run by the local stack manager: this test stops and restarts it",
-                    pytrace=False)
-    return manager
-
-
 def test_rabbitmq_stopped_answers_421_and_accepts_once_back(mail_world: MailWorld, local_stack: StackManager):
     user = mail_world.add_user("bp-rabbit")
     port = mail_world.smtp_port

@@ -1,0 +1,82 @@
+"""What operators rely on while the server runs: maintenance mode and health of every backend."""
+
+from __future__ import annotations
+
+import json
+import smtplib
+import urllib.error
+import urllib.request
+
+import pytest
+
+from include.stack.manager import StackManager
+from tests.e2e.mailflow.conftest import MailWorld, eventually
+from tests.support.mailserver_process import ServerProcess, free_port, http_json
+
+pytestmark = pytest.mark.integration
+
+
+def greeting(port: int) -> int:
+    try:
+        with smtplib.SMTP("127.0.0.1", port, timeout=30) as client:
+            return client.noop()[0] and 220
+    except smtplib.SMTPConnectError as exc:
+        return exc.smtp_code
+
+
+def health(base: str, component: str | None = None) -> tuple[int, dict]:
+    url = f"{base}/healthcheck" + (f"/checks/{urllib.request.quote(component)}" if component else "")
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def webadmin(world: MailWorld) -> str:
+    return f"http://127.0.0.1:{world.env['MAILSERVER_WEBADMIN_PORT']}"
+
+
+def test_maintenance_mode_refuses_smtp_and_survives_a_restart(mail_world: MailWorld, tmp_path):
+    base = webadmin(mail_world)
+    user = mail_world.add_user("maint")
+    http_json("PUT", f"{base}/maintenance", {"reason": "offline repair"})
+    try:
+        assert greeting(mail_world.smtp_port) == 421
+        # A server started now reads the cluster-wide state from Cassandra.
+        env = {**mail_world.env, "MAILSERVER_ROLES": "smtp,webadmin", "MAILSERVER_SMTP_PORT": str(free_port()),
+               "MAILSERVER_WEBADMIN_PORT": str(free_port())}
+        restarted = ServerProcess(env, tmp_path / "server.log").start()
+        try:
+            assert greeting(restarted.smtp_port) == 421, restarted.tail()
+            state = http_json("GET", f"{restarted.webadmin_url}/maintenance")
+            assert state["enabled"] is True and state["reason"] == "offline repair"
+        finally:
+            restarted.terminate()
+    finally:
+        http_json("DELETE", f"{base}/maintenance")
+    assert greeting(mail_world.smtp_port) == 220
+    assert mail_world.send("someone@sender.example", [user], "after maintenance") == {}
+    assert eventually(lambda: len(mail_world.inbox(user)) == 1)
+
+
+@pytest.mark.parametrize(("service", "component"), [
+    ("rabbitmq", "RabbitMQ backend"),
+    ("s3", "ObjectStorage"),
+    ("opensearch", "OpenSearch Backend"),
+    ("cassandra", "Cassandra backend"),
+])
+def test_health_follows_a_backend_down_and_back(mail_world: MailWorld, local_stack: StackManager, service,
+                                                component):
+    base = webadmin(mail_world)
+    assert health(base)[0] == 200
+    local_stack.down([service])
+    try:
+        status, body = eventually(lambda: (r := health(base, component))[0] == 503 and r, timeout=60) or \
+            health(base, component)
+        assert status == 503 and body["status"] == "unhealthy" and body["cause"]
+        assert health(base)[0] == 503
+    finally:
+        local_stack.up([service])
+    status, body = eventually(lambda: (r := health(base))[0] == 200 and r, timeout=180) or health(base)
+    assert status == 200, body        # healthy again without restarting the mail server
