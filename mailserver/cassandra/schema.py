@@ -154,6 +154,16 @@ TABLES: tuple[Table, ...] = (
                    "submittedDate": "frozen<zonedDateTime>", "startedDate": "frozen<zonedDateTime>",
                    "completedDate": "frozen<zonedDateTime>", "canceledDate": "frozen<zonedDateTime>",
                    "failedDate": "frozen<zonedDateTime>"}),
+    t("taskExecutions", "tasks", "Source of truth of our task manager: one row per task, report and heartbeat; "
+      "status changes are lightweight transactions (IF status = ...).", ["taskId"],
+      {"taskId": "uuid", "type": "text", "parameters": "text", "status": "text", "additionalInformation": "text",
+       "submittedNode": "text", "ranNode": "text", "cancelRequestedNode": "text", "submittedDate": "timestamp",
+       "startedDate": "timestamp", "completedDate": "timestamp", "canceledDate": "timestamp",
+       "failedDate": "timestamp", "heartbeat": "timestamp"}),
+    t("taskSchedule", "tasks", "Index of taskExecutions: 'waiting' tasks to claim (oldest first) and 'running' ones "
+      "whose heartbeat is watched; stale entries are dropped when read.", ["phase"],
+      {"phase": "text", "submittedDate": "timestamp", "taskId": "uuid"}, ck=["submittedDate", "taskId"],
+      options="gc_grace_seconds = 0"),
     # -- mail queue view ------------------------------------------------------------------------
     t("enqueuedMailsV4", "queue", "Browse view of each mail queue, time-sliced and bucketed.",
       ["queueName", "timeRangeStart", "bucketId"],

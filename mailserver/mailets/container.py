@@ -110,7 +110,8 @@ class Processor:
         with mdc(protocol="MAILET", action="MAILET", state=self.name, mail=mail.name, matcher=str(pair.matcher),
                  sender=str(mail.sender) if mail.sender else "<>", recipients=",".join(map(str, mail.recipients))):
             try:
-                matched = pair.matcher.match(mail)
+                with self.container.context.timed(type(pair.matcher).__name__):
+                    matched = pair.matcher.match(mail)
             except Exception as exc:
                 policy = pair.on_match_exception
                 if policy == "nomatch":
@@ -135,7 +136,8 @@ class Processor:
         with mdc(protocol="MAILET", action="MAILET", state=self.name, mail=mail.name, mailet=pair.mailet.name,
                  sender=str(mail.sender) if mail.sender else "<>", recipients=",".join(map(str, mail.recipients))):
             try:
-                pair.mailet.service(mail)
+                with self.container.context.timed(pair.mailet.name):
+                    pair.mailet.service(mail)
             except Exception as exc:
                 policy = pair.on_mailet_exception
                 if policy == "ignore":

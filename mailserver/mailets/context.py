@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import MutableMapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from mailserver.domains.api import DomainList
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.model.address import Domain, InvalidAddress, MailAddress, Username
 from mailserver.model.mail import ROOT, SENT_BY_MAILET, Mail
+from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import OUTGOING, SPOOL, MailQueue, MailQueueFactory
 from mailserver.queue.content import MimeMessageStore
 from mailserver.repository.api import MailRepositoryStore
@@ -47,8 +49,18 @@ class MailetContext:
     spool_name: str = SPOOL
     hostname: str = "localhost"
     logger: logging.Logger = field(default=LOG)
-    # MetricsMailet meters (James's ``mailetContainerErrors`` ...); exported by whoever owns metrics.
+    # MetricsMailet meters (James's ``mailetContainerErrors`` ...): counted here, and exported
+    # through ``metrics`` when the process has a registry (with per mailet / matcher timers).
     counters: Counter[str] = field(default_factory=Counter)
+    metrics: Metrics | None = None
+
+    def count(self, meter: str) -> None:
+        self.counters[meter] += 1
+        if self.metrics is not None:
+            self.metrics.meter(meter).inc()
+
+    def timed(self, name: str) -> AbstractContextManager[None]:
+        return self.metrics.timed(name) if self.metrics is not None else nullcontext()
 
     # -- local or not -------------------------------------------------------------------------
     def is_local_server(self, domain: Domain) -> bool:

@@ -72,7 +72,7 @@ class LocalDelivery(Mailet):
         for recipient in mail.recipients:
             try:
                 self._deliver_with_retries(mail, recipient, header, body)
-                self.context.counters["localDeliveredMails"] += 1
+                self.context.count("localDeliveredMails")
                 log.info("delivered to %s", recipient)
             except Exception as exc:  # one recipient's failure must not lose the others
                 log.warning("delivery to %s failed: %s", recipient, exc)

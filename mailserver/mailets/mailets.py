@@ -152,4 +152,4 @@ class MetricsMailet(Mailet):
         self.metric = params.required("metricName")
 
     def service(self, mail: Mail) -> None:
-        self.context.counters[self.metric] += 1
+        self.context.count(self.metric)

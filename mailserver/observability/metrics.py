@@ -11,6 +11,7 @@ come later (SMTP, spooler, blob store) get their James names (``spoolProcessing`
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
+    Counter,
     Gauge,
     GCCollector,
     Histogram,
@@ -45,15 +47,46 @@ class Metrics:
                                  registry=self.registry)
         self.health = Gauge("healthcheck_status", "Last health check result: 0 healthy, 1 degraded, 2 unhealthy",
                             ["component"], registry=self.registry)
+        self.tasks = Counter("tasks", "Task status changes made by this node (submitted, started, ended ...)",
+                             ["type", "status"], registry=self.registry)
         self._timers: dict[str, Histogram] = {}
+        self._meters: dict[str, Counter] = {}
+        self._gauges: dict[str, Gauge] = {}
+        # Metrics are created on first use from many threads (SMTP, spooler, workers); a
+        # registry refuses a second metric of the same name.
+        self._lock = threading.Lock()
 
     def timer(self, name: str, doc: str = "") -> Histogram:
         """A James-named timer (``spoolProcessing``, ``SMTP-rcpt``, ``blobStore:saveBytes`` ...)."""
         metric = self._timers.get(name)
         if metric is None:
-            metric = Histogram(_sanitize(name), doc or f"James timer {name}", buckets=BUCKETS, registry=self.registry)
-            self._timers[name] = metric
+            with self._lock:
+                metric = self._timers.get(name)
+                if metric is None:
+                    metric = Histogram(_sanitize(name), doc or f"James timer {name}", buckets=BUCKETS,
+                                       registry=self.registry)
+                    self._timers[name] = metric
         return metric
+
+    def meter(self, name: str, doc: str = "") -> Counter:
+        """A James meter (``localDeliveredMails``, ``enqueuedMail:spool`` ...), exposed as ``<name>_total``."""
+        metric = self._meters.get(name)
+        if metric is None:
+            with self._lock:
+                metric = self._meters.get(name)
+                if metric is None:
+                    metric = Counter(_sanitize(name), doc or f"James meter {name}", registry=self.registry)
+                    self._meters[name] = metric
+        return metric
+
+    def gauge(self, name: str, read: Callable[[], float], doc: str = "") -> None:
+        """A gauge read at scrape time (``mailQueueSize:spool``); registering a name again replaces the reader."""
+        with self._lock:
+            metric = self._gauges.get(name)
+            if metric is None:
+                metric = Gauge(_sanitize(name), doc or f"James gauge {name}", registry=self.registry)
+                self._gauges[name] = metric
+        metric.set_function(read)
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:

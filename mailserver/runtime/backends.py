@@ -68,6 +68,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.mailbox.wiring import cassandra_context
     from mailserver.maintenance.cassandra import CassandraMaintenanceStore
     from mailserver.observability import checks
+    from mailserver.queue.metered import MeteredMailQueueFactory
     from mailserver.queue.rabbitmq import DistributedMailQueueFactory
     from mailserver.repository.cassandra import CassandraMailRepositoryStore
     from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
@@ -85,9 +86,11 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         s3 = S3Config.from_env(env)
         blobs = S3BlobStore(s3)
         contents = MimeMessageStore(blobs)
-        queues = DistributedMailQueueFactory(amqp_url, session, blobs,
-                                             management_url=env.get("RABBITMQ_MANAGEMENT_URL") or None,
-                                             quorum=settings.queue_quorum)
+        metrics = Metrics()
+        queues = MeteredMailQueueFactory(
+            DistributedMailQueueFactory(amqp_url, session, blobs,
+                                        management_url=env.get("RABBITMQ_MANAGEMENT_URL") or None,
+                                        quorum=settings.queue_quorum), metrics)
         domains = CassandraDomainList(session)
         maintenance = CassandraMaintenanceStore(session)
         guard = MaintenanceGuard(maintenance)
@@ -104,7 +107,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             rrt=CassandraRecipientRewriteTable(session, domains),
             mailbox=cassandra_context(session, blobs, write_guard=guard.writes_allowed),
             repositories=CassandraMailRepositoryStore(session, contents),
-            maintenance=maintenance, guard=guard, metrics=Metrics(),
+            maintenance=maintenance, guard=guard, metrics=metrics,
             mail_path_checks=mail_path, other_checks=others)
     except BaseException:
         session.close()

@@ -20,6 +20,7 @@ from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
 from mailserver.smtp import SmtpServer, SmtpServerThread
+from mailserver.tasks.wiring import TaskServices
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class SmtpRole(Role):
                  monitor: HealthMonitor) -> None:
         server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
                             store=backends.contents, healthy=monitor.healthy,
-                            maintenance=lambda: not backends.guard.smtp_allowed())
+                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
         self.thread = SmtpServerThread(server)
 
     @property
@@ -95,10 +96,25 @@ class OutgoingRole(Role):
             worker.stop()
 
 
+class TasksRole(Role):
+    """Runs the tasks any node submitted (James's distributed task manager)."""
+
+    name = "tasks"
+
+    def __init__(self, services: TaskServices) -> None:
+        self.worker = services.worker
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def stop(self) -> None:
+        self.worker.stop()
+
+
 class WebAdminRole(Role):
     name = "webadmin"
 
-    def __init__(self, backends: Backends, env: Any) -> None:
+    def __init__(self, backends: Backends, env: Any, tasks: TaskServices) -> None:
         import uvicorn
 
         from mailserver.webadmin.app import create_app
@@ -111,7 +127,9 @@ class WebAdminRole(Role):
         context = WebAdminContext(domains=backends.domains, users=backends.users, rrt=backends.rrt,
                                   maintenance=backends.maintenance, auth=config.auth,
                                   health_checks=backends.health_checks, guard=backends.guard,
-                                  metrics=backends.metrics)
+                                  metrics=backends.metrics, queues=backends.queues,
+                                  repositories=backends.repositories, contents=backends.contents,
+                                  tasks=tasks.manager, schema_versions=tasks.schema_versions)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))

@@ -20,8 +20,9 @@ from mailserver.mailets.context import MailetContext
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
-from mailserver.runtime.roles import OutgoingRole, Role, SmtpRole, SpoolerRole, WebAdminRole
+from mailserver.runtime.roles import OutgoingRole, Role, SmtpRole, SpoolerRole, TasksRole, WebAdminRole
 from mailserver.runtime.settings import ServeSettings
+from mailserver.tasks.wiring import TaskSettings, cassandra_services
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,8 @@ def mailet_container(settings: ServeSettings, backends: Backends) -> MailetConta
                             rewriter=RecipientRewriter(backends.rrt, backends.domains),
                             mailboxes=backends.mailbox.manager, repositories=backends.repositories,
                             queues=backends.queues, contents=backends.contents,
-                            postmaster=postmaster_address(spec), hostname=settings.smtp.hostname)
+                            postmaster=postmaster_address(spec), hostname=settings.smtp.hostname,
+                            metrics=backends.metrics)
     return build(spec, context)
 
 
@@ -60,14 +62,18 @@ class Server:
         container = mailet_container(s, backends)   # before anything listens: config errors end here
         self.monitor = HealthMonitor(backends.mail_path_checks, interval=s.health_interval,
                                      metrics=backends.metrics).start()
+        task_settings = TaskSettings.from_env({**self.env, "MAILSERVER_NODE_NAME": s.node_name})
+        tasks = cassandra_services(backends.session, task_settings, queues=backends.queues,
+                                   repositories=backends.repositories, metrics=backends.metrics)
         # Consumers first, SMTP last: mail accepted at once has someone to process it.
         builders = {
-            "webadmin": lambda: WebAdminRole(backends, self.env),
+            "tasks": lambda: TasksRole(tasks),
+            "webadmin": lambda: WebAdminRole(backends, self.env, tasks),
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
             "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]
         }
-        for name in ("webadmin", "spooler", "outgoing", "smtp"):
+        for name in ("tasks", "webadmin", "spooler", "outgoing", "smtp"):
             if name in s.roles:
                 role = builders[name]()
                 role.start()

@@ -18,7 +18,7 @@ from mailserver.delivery.resolver import MxHost
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.smtp.config import SmtpConfig
 
-ROLES = ("smtp", "spooler", "outgoing", "webadmin")
+ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 

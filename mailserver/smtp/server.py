@@ -27,6 +27,7 @@ from mailserver.domains.api import DomainList
 from mailserver.model.address import Username
 from mailserver.model.mail import new_mail_name
 from mailserver.observability.logging import mdc
+from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.smtp.backpressure import (
@@ -77,7 +78,7 @@ class IntakeSMTP(SMTP):
         self.remote_addr: str | None = None
         self.remote_host = "unknown"
         self._counted = False
-        self._smtp_methods = {name: self._in_mdc(method) for name, method in self._smtp_methods.items()}
+        self._smtp_methods = {name: self._in_mdc(name, method) for name, method in self._smtp_methods.items()}
 
     # -- state -------------------------------------------------------------------------------
     def _create_session(self) -> Session:
@@ -139,12 +140,20 @@ class IntakeSMTP(SMTP):
         return {"protocol": "SMTP", "ip": self.remote_addr, "sessionId": self.session_id,
                 "user": user.value if isinstance(user, Username) else None}
 
-    def _in_mdc(self, method: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+    def _in_mdc(self, command: str, method: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+        metrics = self.owner.metrics
+        # James's command timers: hookable commands lowercased (SMTP-rcpt), DATA as received.
+        timer = metrics.timer(f"SMTP-{command if command == 'DATA' else command.lower()}") if metrics else None
+
         @functools.wraps(method)
         async def run(arg: Any) -> None:
             envelope = self.envelope
             with mdc(**self._mdc_fields(), mailId=getattr(envelope, "mail_name", None)):
-                await method(arg)
+                if timer is None:
+                    await method(arg)
+                    return
+                with timer.time():
+                    await method(arg)
         return run
 
     # -- protocol ----------------------------------------------------------------------------
@@ -178,8 +187,9 @@ class SmtpServer:
     def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
                  users: UsersRepository | None = None, *, store: MimeMessageStore | None = None,
                  back_pressure: BackPressure | None = None, healthy: Callable[[], bool] | None = None,
-                 maintenance: Callable[[], bool] | None = None) -> None:
+                 maintenance: Callable[[], bool] | None = None, metrics: Metrics | None = None) -> None:
         self.config = config
+        self.metrics = metrics
         bp = back_pressure or BackPressure()
         if maintenance is not None:
             bp.add(MaintenanceCondition(maintenance))

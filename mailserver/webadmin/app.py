@@ -21,7 +21,18 @@ from mailserver.observability.logging import mdc
 from mailserver.webadmin import errors
 from mailserver.webadmin.auth import Authenticator, is_public
 from mailserver.webadmin.context import WebAdminContext
-from mailserver.webadmin.routes import address, domains, health, maintenance, mappings, users
+from mailserver.webadmin.routes import (
+    address,
+    cassandra_version,
+    domains,
+    health,
+    mail_queues,
+    mail_repositories,
+    maintenance,
+    mappings,
+    tasks,
+    users,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +59,14 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     app.include_router(address.router(ctx.domains, ctx.users, ctx.rrt))
     app.include_router(mappings.router(ctx.domains, ctx.rrt))
     app.include_router(maintenance.router(ctx.maintenance, guard))
+    if ctx.tasks is not None:
+        app.include_router(tasks.router(ctx.tasks))
+    if ctx.queues is not None:
+        app.include_router(mail_queues.router(ctx.queues, ctx.tasks))
+    if ctx.repositories is not None:
+        app.include_router(mail_repositories.router(ctx.repositories, ctx.tasks, ctx.queues, ctx.contents))
+    if ctx.schema_versions is not None:
+        app.include_router(cassandra_version.router(ctx.schema_versions, ctx.tasks))
 
     @app.get("/metrics", tags=["metrics"], summary="Prometheus exposition (public)")
     def scrape() -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mailserver.domains.api import DomainList
 from mailserver.maintenance.api import MaintenanceStore
@@ -12,6 +13,13 @@ from mailserver.observability.metrics import Metrics
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.users.api import UsersRepository
 from mailserver.webadmin.auth import AuthConfig
+
+if TYPE_CHECKING:   # type hints only: the context stays importable without the optional packages
+    from mailserver.queue.api import MailQueueFactory
+    from mailserver.queue.content import MimeMessageStore
+    from mailserver.repository.api import MailRepositoryStore
+    from mailserver.tasks.builtin.migration import SchemaVersions
+    from mailserver.tasks.manager import TaskManager
 
 
 @dataclass
@@ -26,6 +34,12 @@ class WebAdminContext:
     # Shared with the rest of the process when given, so writers and WebAdmin see one cache.
     guard: MaintenanceGuard | None = None
     metrics: Metrics | None = None
+    # Optional administered parts: each set of routes is served only when its collaborator is given.
+    queues: MailQueueFactory | None = None              # /mailQueues, and the target of reprocessing
+    repositories: MailRepositoryStore | None = None     # /mailRepositories
+    contents: MimeMessageStore | None = None            # reads blob-backed mails (.eml, headers, bodies)
+    tasks: TaskManager | None = None                    # /tasks and every task-creating route
+    schema_versions: SchemaVersions | None = None       # /cassandra/version
 
     def __post_init__(self) -> None:
         if self.guard is None:

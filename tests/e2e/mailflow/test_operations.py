@@ -80,3 +80,53 @@ def test_health_follows_a_backend_down_and_back(mail_world: MailWorld, local_sta
         local_stack.up([service])
     status, body = eventually(lambda: (r := health(base))[0] == 200 and r, timeout=180) or health(base)
     assert status == 200, body        # healthy again without restarting the mail server
+
+
+def scrape(base: str) -> dict[str, float]:
+    """``name{labels}`` -> value of every sample of ``/metrics`` (public: no credentials)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return samples
+
+
+def test_metrics_move_after_mail_is_sent(mail_world: MailWorld):
+    base = webadmin(mail_world)
+    user = mail_world.add_user("metered")
+    before = scrape(base)
+    assert mail_world.send("someone@sender.example", [user], "count me") == {}
+    assert eventually(lambda: len(mail_world.inbox(user)) == 1)
+    moved = ["SMTP_DATA_count", "SMTP_rcpt_count", "enqueuedMail:spool_total", "dequeuedMail:spool_total",
+             "enqueueTime:spool_count", "spoolProcessing_count", "LocalDelivery_count", "RecipientIsLocal_count",
+             "localDeliveredMails_total"]
+    after = eventually(lambda: (a := scrape(base)) and all(a.get(m, 0) > before.get(m, 0) for m in moved) and a)
+    assert after, {m: (before.get(m), scrape(base).get(m)) for m in moved}
+    assert "mailQueueSize:spool" in after and "process_resident_memory_bytes" in after
+
+
+def test_error_mail_reprocessed_by_a_webadmin_task(mail_world: MailWorld, monkeypatch):
+    from mailserver.mailets.headers import AddDeliveredToHeader
+
+    base = webadmin(mail_world)
+    user = mail_world.add_user("reprocessed")
+    monkeypatch.setattr(AddDeliveredToHeader, "service", lambda self, mail: 1 / 0)
+    mail_world.send("someone@sender.example", [user], "fragile", subject="task")
+    assert eventually(lambda: [m for m in mail_world.repository("error") if [str(r) for r in m.recipients] == [user]])
+    monkeypatch.undo()
+    before = scrape(base)
+    repositories = http_json("GET", f"{base}/mailRepositories")
+    assert {"repository": "var/mail/error/", "path": "var%2Fmail%2Ferror%2F"} in repositories
+    encoded = urllib.request.quote("var/mail/error/", safe="")
+    task = http_json("PATCH", f"{base}/mailRepositories/{encoded}/mails?action=reprocess&processor=transport")
+    report = http_json("GET", f"{base}/tasks/{task['taskId']}/await?timeout=60s")
+    assert report["status"] == "completed" and report["type"] == "reprocessing-all", report
+    assert eventually(lambda: len(mail_world.inbox(user)) == 1)
+    after = scrape(base)
+    completed = [k for k in after if k.startswith("tasks_total") and "status=completed" in k]
+    assert completed and sum(after[k] for k in completed) > sum(before.get(k, 0) for k in completed)

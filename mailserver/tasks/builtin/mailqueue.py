@@ -1,0 +1,96 @@
+"""Mail-queue tasks (James's ``clear-mail-queue``, ``delete-mails-from-mail-queue``,
+``republish-not-processed-mails``), with their ``additionalInformation`` wire names.
+
+Counts are read live from the queue (``size`` is cheap on every adapter), so a waiting task
+already shows what it is about to clear, and a running one shows the queue shrinking.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from mailserver.queue.api import MailQueueFactory, RemoveField
+from mailserver.tasks.api import Result, Task, format_instant
+from mailserver.tasks.registry import TaskRegistry
+
+
+class ClearMailQueueTask(Task):
+    type = "clear-mail-queue"
+
+    def __init__(self, queues: MailQueueFactory, queue_name: str) -> None:
+        self.queues = queues
+        self.queue_name = queue_name
+        self._initial: int | None = None
+
+    def run(self) -> Result:
+        queue = self.queues.get(self.queue_name)
+        self._initial = queue.size()
+        queue.clear()
+        return Result.COMPLETED
+
+    def parameters(self) -> dict[str, Any]:
+        return {"mailQueueName": self.queue_name}
+
+    def additional_information(self) -> dict[str, Any]:
+        remaining = self.queues.get(self.queue_name).size()
+        return {"mailQueueName": self.queue_name,
+                "initialCount": remaining if self._initial is None else self._initial,
+                "remainingCount": remaining}
+
+
+class DeleteMailsFromMailQueueTask(Task):
+    type = "delete-mails-from-mail-queue"
+
+    def __init__(self, queues: MailQueueFactory, queue_name: str, field: RemoveField, value: str) -> None:
+        self.queues = queues
+        self.queue_name = queue_name
+        self.field = RemoveField(field)
+        self.value = value
+        self._initial: int | None = None
+
+    def run(self) -> Result:
+        queue = self.queues.get(self.queue_name)
+        self._initial = queue.size()
+        queue.remove(self.field, self.value)
+        return Result.COMPLETED
+
+    def parameters(self) -> dict[str, Any]:
+        return {"mailQueueName": self.queue_name, "field": self.field.value, "value": self.value}
+
+    def additional_information(self) -> dict[str, Any]:
+        remaining = self.queues.get(self.queue_name).size()
+        # The filter not used is null, as James's DTO.
+        filters = {f.value: self.value if f is self.field else None for f in RemoveField}
+        return {"mailQueueName": self.queue_name, **filters,
+                "initialCount": remaining if self._initial is None else self._initial,
+                "remainingCount": remaining}
+
+
+class RepublishNotProcessedMailsTask(Task):
+    type = "republish-not-processed-mails"
+
+    def __init__(self, queues: MailQueueFactory, queue_name: str, older_than: datetime) -> None:
+        self.queues = queues
+        self.queue_name = queue_name
+        self.older_than = older_than
+        self._requeued = 0
+
+    def run(self) -> Result:
+        self._requeued = self.queues.get(self.queue_name).republish_not_processed(self.older_than)
+        return Result.COMPLETED
+
+    def parameters(self) -> dict[str, Any]:
+        return {"mailQueue": self.queue_name, "olderThan": self.older_than.isoformat()}
+
+    def additional_information(self) -> dict[str, Any]:
+        return {"mailQueue": self.queue_name, "olderThan": format_instant(self.older_than),
+                "nbRequeuedMails": self._requeued}
+
+
+def register(registry: TaskRegistry, queues: MailQueueFactory) -> None:
+    registry.register(ClearMailQueueTask.type, lambda p: ClearMailQueueTask(queues, p["mailQueueName"]))
+    registry.register(DeleteMailsFromMailQueueTask.type, lambda p: DeleteMailsFromMailQueueTask(
+        queues, p["mailQueueName"], RemoveField(p["field"]), p["value"]))
+    registry.register(RepublishNotProcessedMailsTask.type, lambda p: RepublishNotProcessedMailsTask(
+        queues, p["mailQueue"], datetime.fromisoformat(p["olderThan"])))

@@ -1,0 +1,78 @@
+"""Building a node's task services: the manager WebAdmin uses and the worker that runs tasks.
+
+Every node that serves WebAdmin needs the manager; every node that should run tasks starts the
+worker (``services.worker.start()`` at boot, ``stop()`` at shutdown). Settings come from the
+environment:
+
+* ``MAILSERVER_NODE_NAME``: the name reported as ``submittedFrom`` / ``executedOn`` (host name by
+  default); it must differ between live processes sharing a keyspace;
+* ``MAILSERVER_TASKS_POLL_INTERVAL`` (s, default 1), ``MAILSERVER_TASKS_HEARTBEAT_INTERVAL`` (s,
+  default 2), ``MAILSERVER_TASKS_HEARTBEAT_TIMEOUT`` (s, default 60: a running task whose
+  worker stayed silent that long is failed), ``MAILSERVER_TASKS_PARALLELISM`` (default 1).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mailserver.cassandra.session import CassandraSession
+from mailserver.observability.metrics import Metrics
+from mailserver.queue.api import MailQueueFactory
+from mailserver.repository.api import MailRepositoryStore
+from mailserver.tasks import worker as w
+from mailserver.tasks.builtin.migration import SchemaVersions
+from mailserver.tasks.builtin.registration import register_builtin
+from mailserver.tasks.cassandra import CassandraTaskStore
+from mailserver.tasks.manager import TaskManager, default_node_name
+from mailserver.tasks.registry import TaskRegistry
+from mailserver.tasks.store import TaskStore
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    node: str
+    poll_interval: float = w.DEFAULT_POLL_INTERVAL
+    heartbeat_interval: float = w.DEFAULT_HEARTBEAT_INTERVAL
+    heartbeat_timeout: float = w.DEFAULT_HEARTBEAT_TIMEOUT
+    parallelism: int = 1
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TaskSettings:
+        env = os.environ if env is None else env
+        return cls(node=env.get("MAILSERVER_NODE_NAME") or default_node_name(),
+                   poll_interval=float(env.get("MAILSERVER_TASKS_POLL_INTERVAL", w.DEFAULT_POLL_INTERVAL)),
+                   heartbeat_interval=float(env.get("MAILSERVER_TASKS_HEARTBEAT_INTERVAL",
+                                                    w.DEFAULT_HEARTBEAT_INTERVAL)),
+                   heartbeat_timeout=float(env.get("MAILSERVER_TASKS_HEARTBEAT_TIMEOUT", w.DEFAULT_HEARTBEAT_TIMEOUT)),
+                   parallelism=int(env.get("MAILSERVER_TASKS_PARALLELISM", "1")))
+
+
+@dataclass
+class TaskServices:
+    manager: TaskManager
+    worker: w.TaskWorker
+    registry: TaskRegistry
+    schema_versions: SchemaVersions | None
+
+
+def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory | None = None,
+          repositories: MailRepositoryStore | None = None, schema_versions: SchemaVersions | None = None,
+          metrics: Metrics | None = None) -> TaskServices:
+    """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
+    registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
+                                schema_versions=schema_versions)
+    worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
+                          heartbeat_interval=settings.heartbeat_interval,
+                          heartbeat_timeout=settings.heartbeat_timeout, parallelism=settings.parallelism,
+                          metrics=metrics)
+    return TaskServices(TaskManager(store, settings.node, metrics=metrics), worker, registry, schema_versions)
+
+
+def cassandra_services(session: CassandraSession, settings: TaskSettings | None = None, *,
+                       queues: MailQueueFactory | None = None, repositories: MailRepositoryStore | None = None,
+                       metrics: Metrics | None = None) -> TaskServices:
+    """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
+    return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
+                 repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics)

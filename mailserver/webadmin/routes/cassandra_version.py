@@ -1,0 +1,55 @@
+"""``/cassandra/version`` (webadmin reference §10.1): read the schema version, upgrade it as a task.
+
+As James's code (not its docs): upgrades answer 201 with the task, and upgrading to the latest
+version answers 409 when no chain of migrations leads there. Upgrading to a version at or below
+the current one creates a task that completes without changing anything.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from mailserver.tasks.builtin.migration import CassandraMigrationTask, SchemaVersions
+from mailserver.tasks.manager import TaskManager
+from mailserver.webadmin.errors import bad_request, conflict
+from mailserver.webadmin.routes.tasks import submitted
+
+_INTEGER = re.compile(r"\s*[+-]?[0-9]{1,10}\s*")
+
+
+def router(versions: SchemaVersions, tasks: TaskManager | None) -> APIRouter:
+    api = APIRouter(tags=["cassandra"])
+
+    @api.get("/cassandra/version", summary="Current schema version (null when unknown)")
+    def current() -> dict[str, int | None]:
+        return {"version": versions.current()}
+
+    @api.get("/cassandra/version/latest", summary="Latest schema version this server supports")
+    def latest() -> dict[str, int]:
+        return {"version": versions.latest}
+
+    if tasks is None:
+        return api
+
+    @api.post("/cassandra/version/upgrade", status_code=201, summary="Task upgrading to the version in the body")
+    async def upgrade(request: Request) -> Response:
+        raw = (await request.body()).decode(errors="replace")
+        if not _INTEGER.fullmatch(raw):
+            raise bad_request("Expecting version to be specified as an integer")
+        target = int(raw)
+        if target <= 0:
+            raise bad_request("Version should be strictly positive")
+        return submitted(await run_in_threadpool(tasks.submit, CassandraMigrationTask(versions, target)))
+
+    @api.post("/cassandra/version/upgrade/latest", status_code=201, summary="Task upgrading to the latest version")
+    def upgrade_latest() -> Response:
+        missing = versions.missing_steps(versions.latest)
+        if missing:
+            raise conflict("The migration requested can not be performed",
+                           f"No migration to version(s) {missing}")
+        return submitted(tasks.submit(CassandraMigrationTask(versions, versions.latest)))
+
+    return api

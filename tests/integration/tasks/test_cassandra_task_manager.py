@@ -1,0 +1,57 @@
+"""The task-manager contract on Cassandra, and the rows and index entries it leaves."""
+
+from __future__ import annotations
+
+import pytest
+
+from mailserver.cassandra.session import CassandraSession
+from mailserver.tasks.api import TaskStatus, utc_now
+from mailserver.tasks.cassandra import CassandraTaskStore
+from mailserver.tasks.manager import TaskManager
+from tests.contract.task_manager_contract import CountingTask, TaskManagerContract
+
+pytestmark = pytest.mark.integration
+
+
+class TestCassandraTaskManager(TaskManagerContract):
+    @pytest.fixture
+    def store(self, cassandra):
+        return CassandraTaskStore(cassandra)
+
+    def test_row_layout(self, store, manager, cassandra, kind):
+        task_id = manager.submit(CountingTask(kind, steps=2))
+        row = cassandra.one("SELECT type, status, parameters, submittedNode, submittedDate, heartbeat "
+                            "FROM taskExecutions WHERE taskId = ?", (task_id,))
+        assert (row["type"], row["status"], row["submittednode"]) == (kind, "waiting", "node-a")
+        assert '"steps": 2' in row["parameters"] and row["heartbeat"] is None
+
+    def test_schedule_entries_follow_the_task(self, store, manager, cassandra, kind):
+        task_id = manager.submit(CountingTask(kind))
+
+        def entries(phase: str) -> list:
+            return [r for r in cassandra.execute("SELECT taskId FROM taskSchedule WHERE phase = ?", (phase,))
+                    if r["taskid"] == task_id]
+
+        assert len(entries("waiting")) == 1 and entries("running") == []
+        assert [d.task_id for d in store.waiting(10_000)].count(task_id) == 1
+        assert store.claim(manager.get(task_id), "node-x", utc_now())
+        assert entries("waiting") == [] and len(entries("running")) == 1
+        assert any(d.task_id == task_id for d in store.running())
+        assert store.finish(task_id, "node-x", TaskStatus.COMPLETED, utc_now(), None)
+        assert all(d.task_id != task_id for d in store.running())   # reading drops the finished entry
+        assert entries("running") == []
+
+    def test_canceled_waiting_entries_are_dropped_when_read(self, store, manager, cassandra, kind):
+        task_id = manager.submit(CountingTask(kind))
+        manager.cancel(task_id)
+        assert all(d.task_id != task_id for d in store.waiting(10_000))
+        rows = cassandra.execute("SELECT taskId FROM taskSchedule WHERE phase = 'waiting'")
+        assert all(r["taskid"] != task_id for r in rows)
+
+    def test_a_task_is_visible_from_another_session(self, store, manager, cassandra_config, kind):
+        task_id = manager.submit(CountingTask(kind))
+        with CassandraSession.connect(cassandra_config) as other:
+            remote = TaskManager(CassandraTaskStore(other), "node-z")
+            assert remote.get(task_id).status is TaskStatus.WAITING
+            assert remote.cancel(task_id) is TaskStatus.CANCELLED
+        assert manager.get(task_id).cancel_requested_node == "node-z"
