@@ -21,6 +21,7 @@ from mailserver.observability.logging import mdc
 from mailserver.webadmin import errors
 from mailserver.webadmin.auth import Authenticator, is_public
 from mailserver.webadmin.context import WebAdminContext
+from mailserver.webadmin.json_body import JsonBodyMiddleware
 from mailserver.webadmin.routes import (
     address,
     cassandra_version,
@@ -44,6 +45,7 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
                   description="Apache James compatible WebAdmin API of the distributed mail server.")
     app.state.ctx = ctx
     errors.install(app)
+    app.add_middleware(JsonBodyMiddleware)
 
     checks = list(ctx.health_checks)
     if not any(isinstance(c, MaintenanceHealthCheck) for c in checks):

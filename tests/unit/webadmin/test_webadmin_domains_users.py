@@ -110,3 +110,14 @@ def test_openapi_lists_the_routes(anonymous):
     for p in ("/domains/{domain}", "/users/{username}", "/address/groups/{group}/{member}", "/mappings",
               "/healthcheck", "/maintenance", "/domainMappings/{source}"):
         assert p in paths
+
+
+def test_json_body_is_read_whatever_the_content_type_says(client, ctx):
+    # `curl -d '{...}'` sends application/x-www-form-urlencoded; James reads the body as JSON anyway.
+    client.put("/domains/d.tld")
+    response = client.put("/users/carol@d.tld", content=b'{"password": "pw"}',
+                          headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 204
+    assert ctx.users.verify("carol@d.tld", "pw")
+    no_type = client.put("/users/dan@d.tld?force", content=b'{"password": "pw2"}', headers={"Content-Type": ""})
+    assert no_type.status_code == 204 and ctx.users.verify("dan@d.tld", "pw2")
