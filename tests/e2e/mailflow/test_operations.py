@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import smtplib
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,8 @@ from tests.e2e.mailflow.conftest import MailWorld, eventually
 from tests.support.mailserver_process import ServerProcess, free_port, http_json
 
 pytestmark = pytest.mark.integration
+
+DASHBOARD = Path(__file__).resolve().parents[3] / "include" / "grafana" / "dashboards" / "mailserver.json"
 
 
 def greeting(port: int) -> int:
@@ -108,6 +112,30 @@ def test_metrics_move_after_mail_is_sent(mail_world: MailWorld):
     after = eventually(lambda: (a := scrape(base)) and all(a.get(m, 0) > before.get(m, 0) for m in moved) and a)
     assert after, {m: (before.get(m), scrape(base).get(m)) for m in moved}
     assert "mailQueueSize:spool" in after and "process_resident_memory_bytes" in after
+
+
+def test_the_grafana_dashboard_queries_metrics_the_server_exposes(mail_world: MailWorld):
+    sender = mail_world.add_user("dashboard", "dash-pw")
+    mail_world.send(sender, [mail_world.address("dashboard"), "peer@remote.example"], "for every panel",
+                    login=(sender, "dash-pw"))
+    mail_world.send("someone@sender.example", [mail_world.address("nobody-for-the-dashboard")], "unknown")
+    assert eventually(lambda: [m for m in mail_world.sink.handler.messages if m[1] == ["peer@remote.example"]])
+    assert eventually(lambda: "mailetContainerLocalAddressError_total" in scrape(webadmin(mail_world)))
+    with urllib.request.urlopen(f"{webadmin(mail_world)}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    # Declared families count too: a labelled counter has no sample before its first event.
+    declared = set(re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE))
+    exposed = {name.split("{")[0] for name in scrape(webadmin(mail_world))} | declared
+    dashboard = json.loads(DASHBOARD.read_text())
+    queried: set[str] = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            queried |= set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_:]*)(?=\[|\)|\s*/|$)", target["expr"]))
+            for pattern in re.findall(r'__name__=~"([^"]+)"', target["expr"]):
+                assert any(re.fullmatch(pattern, name) for name in exposed), pattern
+    functions = {"rate", "sum", "histogram_quantile", "by", "le", "type", "status"}
+    missing = sorted(m for m in queried - functions if m not in exposed)
+    assert not missing, f"dashboard queries metrics nobody exposes: {missing}"
 
 
 def test_error_mail_reprocessed_by_a_webadmin_task(mail_world: MailWorld, monkeypatch):
