@@ -1,7 +1,7 @@
 """Command line entry point: ``mailserver serve|webadmin|schema|version``.
 
 ``serve`` runs the server roles (smtp, spooler, outgoing, webadmin, tasks), all by default or
-the ones named with ``--roles``; ``webadmin`` is ``serve --roles webadmin``. Settings come from
+the ones named with ``--roles``; ``webadmin`` is ``serve --roles webadmin,tasks``. Settings come from
 the environment (see ``mailserver.runtime.settings``).
 """
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "schema":
         return schema_cli.run(args)
     if args.command == "webadmin":
-        return _serve("webadmin", "webadmin")
+        return _serve("webadmin", "webadmin,tasks")
     return _serve("serve", args.roles)
 
 
