@@ -142,3 +142,27 @@ def s3_blobs(stack: Endpoints, unique: str):
     store = S3BlobStore(config)
     yield store
     store.delete_bucket(store.default_bucket)
+
+
+@pytest.fixture(scope="session")
+def maintenance_cassandra(cassandra_config):
+    """A second keyspace with the whole schema, for the maintenance procedures only (created once).
+
+    The procedures scan whole tables: in the shared keyspace they would meet the deliberate
+    inconsistencies other tests leave behind. Maintenance tests leave their tables consistent.
+    """
+    from dataclasses import replace
+
+    from mailserver.cassandra.schema import create_schema
+    from mailserver.cassandra.session import CassandraSession
+
+    config = replace(cassandra_config, keyspace=cassandra_config.keyspace + "_maint")
+    bootstrap = CassandraSession.connect(config, use_keyspace=False)
+    try:
+        create_schema(bootstrap.session, config)
+    finally:
+        bootstrap.close()
+    session = CassandraSession.connect(config)
+    yield session
+    session.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}", timeout=120)
+    session.close()

@@ -1,7 +1,23 @@
 """The concrete health checks of the distributed server, named exactly as James names them.
 
 Monitoring probes select on the component names (``Cassandra backend`` ...), so they are the
-upstream strings; ``MaintenanceMode`` is ours (James has no maintenance switch).
+upstream strings; ``MaintenanceMode`` and ``MailQueueSize`` are ours (James has no maintenance
+switch and no queue-size check). Checks of this module probe the backends; the others live
+beside what they watch: ``lifecycle`` (``Guice application lifecycle``), ``queue_size`` and
+``dead_letters`` (``EventDeadLettersHealthCheck``).
+
+Slots for the event-bus checks of later issues: the registry is ``HealthCheckRunner`` (unique
+names; checks given at construction or added with ``register``). ``mailserver serve`` builds
+its list in ``mailserver.runtime.backends.connect`` (``other_checks``), so a later issue adds
+
+* the fast-view projection hit ratio as ``MessageFastViewProjection`` (James: degraded when
+  misses exceed 10 % of lookups), and
+* the groups-divergence check (required vs registered RabbitMQ groups). James has no such
+  check in this snapshot (ADR 0026/0035 are not implemented; the nearest is
+  ``EventbusConsumers-<bus>``), so its name is ours to choose when it comes;
+
+by appending to that list (or calling ``register`` on a running WebAdmin's runner,
+``app.state.health_runner``). Nothing is registered for them yet.
 """
 
 from __future__ import annotations
@@ -11,13 +27,17 @@ from typing import Any
 import httpx
 
 from mailserver.maintenance.guard import MaintenanceGuard
-from mailserver.observability.health import HealthCheck, Result, Status
+from mailserver.observability.health import HealthCheck, Result
 
 CASSANDRA = "Cassandra backend"
 OPENSEARCH = "OpenSearch Backend"
 RABBITMQ = "RabbitMQ backend"
 OBJECT_STORAGE = "ObjectStorage"
 MAINTENANCE = "MaintenanceMode"
+LIFECYCLE = "Guice application lifecycle"
+EVENT_DEAD_LETTERS = "EventDeadLettersHealthCheck"
+MAIL_QUEUE_SIZE = "MailQueueSize"                          # ours
+MESSAGE_FAST_VIEW_PROJECTION = "MessageFastViewProjection"  # slot: registered by a later issue
 
 PROBE_TIMEOUT = 3.0
 MIN_RABBITMQ = (3, 8, 1)
@@ -126,4 +146,4 @@ class MaintenanceHealthCheck(HealthCheck):
             cause += f" (by {state.updated_by})"
         if state.reason:
             cause += f": {state.reason}"
-        return Result(self.name, Status.DEGRADED, cause)
+        return self.degraded(cause)

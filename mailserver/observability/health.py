@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -63,6 +64,9 @@ class HealthCheck(ABC):
     def healthy(self) -> Result:
         return Result(self.name, Status.HEALTHY)
 
+    def degraded(self, cause: str) -> Result:
+        return Result(self.name, Status.DEGRADED, cause)
+
     def unhealthy(self, cause: str) -> Result:
         return Result(self.name, Status.UNHEALTHY, cause)
 
@@ -80,11 +84,37 @@ class FunctionCheck(HealthCheck):
 
 
 class HealthCheckRunner:
+    """Runs the registered checks; also the registry ``/healthcheck`` reads its names from.
+
+    Component names are unique (``/healthcheck/checks/{name}`` selects on them). Checks are
+    given at construction, or added later with ``register`` (a component that starts after
+    WebAdmin, such as an event bus); the routes see a check as soon as it is registered.
+    """
+
     def __init__(self, checks: Sequence[HealthCheck], *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.checks = list(checks)
+        self.checks: list[HealthCheck] = []
         self.timeout = timeout
+        self._lock = threading.Lock()
+        for check in checks:
+            self._add(check)
         # Long-lived pool, never shut down with wait=True: a hung probe must not block a request.
-        self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(self.checks)), thread_name_prefix="healthcheck")
+        self._capacity = _capacity(len(self.checks))
+        self._pool = ThreadPoolExecutor(max_workers=self._capacity, thread_name_prefix="healthcheck")
+
+    def register(self, check: HealthCheck) -> None:
+        """Add a check after construction; a name already registered is refused (ValueError)."""
+        with self._lock:
+            self._add(check)
+            if _capacity(len(self.checks)) > self._capacity:
+                # Room for every check to hang once more: a bigger pool; the old one lets its probes finish.
+                old, self._capacity = self._pool, _capacity(len(self.checks))
+                self._pool = ThreadPoolExecutor(max_workers=self._capacity, thread_name_prefix="healthcheck")
+                old.shutdown(wait=False)
+
+    def _add(self, check: HealthCheck) -> None:
+        if self.find(check.name) is not None:
+            raise ValueError(f"a health check named {check.name!r} is already registered")
+        self.checks = [*self.checks, check]   # copy on write: readers iterate without the lock
 
     def names(self) -> list[str]:
         return [c.name for c in self.checks]
@@ -94,7 +124,8 @@ class HealthCheckRunner:
 
     def run(self, checks: Sequence[HealthCheck] | None = None) -> list[Result]:
         selected = self.checks if checks is None else list(checks)
-        futures = [(c, self._pool.submit(_safe_check, c)) for c in selected]
+        pool = self._pool
+        futures = [(c, pool.submit(_safe_check, c)) for c in selected]
         results = []
         for check, future in futures:
             try:
@@ -106,6 +137,10 @@ class HealthCheckRunner:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _capacity(checks: int) -> int:
+    return max(4, 2 * checks)
 
 
 def _safe_check(check: HealthCheck) -> Result:

@@ -28,6 +28,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from mailserver.maintenance.api import MaintenanceState
+
 # Seconds; from sub-millisecond routes up to slow admin scans.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -45,6 +47,10 @@ class Metrics:
             ["method", "route", "status"], buckets=BUCKETS, registry=self.registry)
         self.maintenance = Gauge("maintenance_mode_enabled", "1 while the cluster is in maintenance mode",
                                  registry=self.registry)
+        self.maintenance_since = Gauge(
+            "maintenance_mode_since_timestamp_seconds",
+            "When maintenance mode was switched on, in seconds since the epoch; 0 when off",
+            registry=self.registry)
         self.health = Gauge("healthcheck_status", "Last health check result: 0 healthy, 1 degraded, 2 unhealthy",
                             ["component"], registry=self.registry)
         self.tasks = Counter("tasks", "Task status changes made by this node (submitted, started, ended ...)",
@@ -96,12 +102,20 @@ class Metrics:
         finally:
             self.timer(name).observe(time.perf_counter() - start)
 
-    def track_maintenance(self, enabled: Callable[[], bool]) -> None:
-        """Read the maintenance state at scrape time (through the guard's cache)."""
-        self.maintenance.set_function(lambda: 1.0 if enabled() else 0.0)
+    def track_maintenance(self, state: Callable[[], MaintenanceState]) -> None:
+        """Read the maintenance state at scrape time (through the guard's cache): on/off and since when."""
+        self.maintenance.set_function(lambda: 1.0 if state().enabled else 0.0)
+        self.maintenance_since.set_function(lambda: _since(state()))
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _since(state: MaintenanceState) -> float:
+    if not state.enabled:
+        return 0.0
+    # On with no time recorded (a row written by hand): unknown, not "1970".
+    return state.since.timestamp() if state.since is not None else float("nan")
 
 
 def _sanitize(name: str) -> str:

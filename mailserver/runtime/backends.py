@@ -11,11 +11,15 @@ from typing import Any
 from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.domains.api import DomainList
+from mailserver.events.api import EventBus
+from mailserver.events.in_process import InProcessEventBus
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
+from mailserver.observability.dead_letters import CassandraEventDeadLetters, EventDeadLettersHealthCheck
 from mailserver.observability.health import HealthCheck
 from mailserver.observability.metrics import Metrics
+from mailserver.observability.queue_size import MailQueueSizeHealthCheck
 from mailserver.queue.api import MailQueueFactory
 from mailserver.queue.content import MimeMessageStore
 from mailserver.repository.api import MailRepositoryStore
@@ -56,6 +60,14 @@ class Backends:
                 closing()
             except Exception:  # shutting down: report, keep releasing the rest
                 log.warning("closing %s failed", closing, exc_info=True)
+
+
+def dead_letters_check(session: CassandraSession, bus: EventBus) -> HealthCheck:
+    """Cluster-wide dead letters (Cassandra) and, while the bus is in-process, this process's own."""
+    sources = [CassandraEventDeadLetters(session).contain_events]
+    if isinstance(bus, InProcessEventBus):   # keeps its dead letters in memory until the RabbitMQ bus
+        sources.append(lambda: bool(bus.dead_letters))
+    return EventDeadLettersHealthCheck(*sources)
 
 
 def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Backends:
@@ -101,11 +113,14 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         others: list[HealthCheck] = []
         if env.get("OPENSEARCH_URL"):
             others.append(checks.OpenSearchHealthCheck(env["OPENSEARCH_URL"]))
+        mailbox = cassandra_context(session, blobs, write_guard=guard.writes_allowed)
+        others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
+        # Later issues register their checks here (fast-view hit ratio, groups divergence: see checks).
         return Backends(
             session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,
             users=CassandraUsersRepository(session, domains),
             rrt=CassandraRecipientRewriteTable(session, domains),
-            mailbox=cassandra_context(session, blobs, write_guard=guard.writes_allowed),
+            mailbox=mailbox,
             repositories=CassandraMailRepositoryStore(session, contents),
             maintenance=maintenance, guard=guard, metrics=metrics,
             mail_path_checks=mail_path, other_checks=others)

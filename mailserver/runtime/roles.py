@@ -10,17 +10,21 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
 from mailserver.mailets.container import MailetContainer
 from mailserver.mailets.spooler import MailSpooler, spooler_for
+from mailserver.observability.health import HealthCheck
+from mailserver.observability.lifecycle import ApplicationLifecycle, LifecycleHealthCheck
 from mailserver.runtime.backends import Backends
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
 from mailserver.smtp import SmtpServer, SmtpServerThread
 from mailserver.tasks.wiring import TaskServices
+from mailserver.tasks.worker import TaskWorker
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,34 @@ class Role(ABC):
 
     @abstractmethod
     def stop(self) -> None: ...
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """Whether the role still does its job (its threads run); cheap, for the lifecycle check."""
+
+
+# Liveness of the components the roles run. They read the components' thread handles, so a
+# rename there fails the lifecycle unit tests rather than silently reporting a dead role alive.
+def smtp_alive(thread: SmtpServerThread) -> bool:
+    handle = thread._thread   # runs the server's event loop until stop()
+    return handle is not None and handle.is_alive()
+
+
+def threads_alive(threads: Sequence[threading.Thread]) -> bool:
+    return all(t.is_alive() for t in threads)
+
+
+def spooler_alive(spooler: MailSpooler) -> bool:
+    return threads_alive(spooler._workers)   # zero threads configured: nothing to die
+
+
+def delivery_alive(worker: RemoteDeliveryWorker) -> bool:
+    return threads_alive(worker._threads)
+
+
+def task_worker_alive(worker: TaskWorker) -> bool:
+    control = worker._control
+    return control is not None and control.is_alive()
 
 
 class SmtpRole(Role):
@@ -55,6 +87,9 @@ class SmtpRole(Role):
     def stop(self) -> None:
         self.thread.stop()
 
+    def alive(self) -> bool:
+        return smtp_alive(self.thread)
+
 
 class SpoolerRole(Role):
     name = "spooler"
@@ -72,6 +107,9 @@ class SpoolerRole(Role):
 
     def stop(self) -> None:
         self.spooler.stop()
+
+    def alive(self) -> bool:
+        return spooler_alive(self.spooler)
 
 
 class OutgoingRole(Role):
@@ -95,6 +133,9 @@ class OutgoingRole(Role):
         for worker, _ in self.workers:
             worker.stop()
 
+    def alive(self) -> bool:
+        return all(delivery_alive(worker) for worker, _ in self.workers)
+
 
 class TasksRole(Role):
     """Runs the tasks any node submitted (James's distributed task manager)."""
@@ -110,11 +151,15 @@ class TasksRole(Role):
     def stop(self) -> None:
         self.worker.stop()
 
+    def alive(self) -> bool:
+        return task_worker_alive(self.worker)
+
 
 class WebAdminRole(Role):
     name = "webadmin"
 
-    def __init__(self, backends: Backends, env: Any, tasks: TaskServices) -> None:
+    def __init__(self, backends: Backends, env: Any, tasks: TaskServices,
+                 lifecycle: ApplicationLifecycle | None = None) -> None:
         import uvicorn
 
         from mailserver.webadmin.app import create_app
@@ -126,7 +171,7 @@ class WebAdminRole(Role):
             log.warning("WebAdmin listens on %s: make sure the network in front of it is trusted", config.host)
         context = WebAdminContext(domains=backends.domains, users=backends.users, rrt=backends.rrt,
                                   maintenance=backends.maintenance, auth=config.auth,
-                                  health_checks=backends.health_checks, guard=backends.guard,
+                                  health_checks=webadmin_checks(backends, lifecycle), guard=backends.guard,
                                   metrics=backends.metrics, queues=backends.queues,
                                   repositories=backends.repositories, contents=backends.contents,
                                   tasks=tasks.manager, schema_versions=tasks.schema_versions)
@@ -147,3 +192,12 @@ class WebAdminRole(Role):
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self.server.should_exit
+
+
+def webadmin_checks(backends: Backends, lifecycle: ApplicationLifecycle | None) -> list[HealthCheck]:
+    """What ``/healthcheck`` runs: the lifecycle first, then the backends and the queue and event-bus checks."""
+    first = [LifecycleHealthCheck(lifecycle)] if lifecycle is not None else []
+    return [*first, *backends.health_checks]

@@ -11,12 +11,13 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mailserver.mailets.config import load as load_spec
 from mailserver.mailets.container import MailetContainer, build, postmaster_address
 from mailserver.mailets.context import MailetContext
+from mailserver.observability.lifecycle import ApplicationLifecycle
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
@@ -38,6 +39,20 @@ def mailet_container(settings: ServeSettings, backends: Backends) -> MailetConta
     return build(spec, context)
 
 
+START_ORDER = ("tasks", "webadmin", "spooler", "outgoing", "smtp")
+
+
+def start_roles(lifecycle: ApplicationLifecycle, builders: Mapping[str, Callable[[], Role]],
+                started: list[Role]) -> None:
+    """Build and start the lifecycle's roles in order, appending each to ``started`` as it runs."""
+    for name in lifecycle.expected:
+        role = builders[name]()
+        role.start()
+        started.append(role)
+        lifecycle.role_started(name, role.alive)
+        log.info("role %s started", name)
+
+
 class Server:
     """The roles of one process over one set of backends; ``start``/``stop`` for tests and ``run``."""
 
@@ -47,6 +62,8 @@ class Server:
         self.backends: Backends | None = None
         self.monitor: HealthMonitor | None = None
         self.roles: list[Role] = []
+        # Started in START_ORDER; ``Guice application lifecycle`` is healthy once all of them run.
+        self.lifecycle = ApplicationLifecycle([name for name in START_ORDER if name in settings.roles])
 
     def start(self) -> Server:
         try:
@@ -58,6 +75,7 @@ class Server:
 
     def _start(self) -> None:
         s = self.settings
+        self.lifecycle = ApplicationLifecycle(self.lifecycle.expected)   # a restarted Server starts afresh
         self.backends = backends = connect(s, self.env)
         container = mailet_container(s, backends)   # before anything listens: config errors end here
         self.monitor = HealthMonitor(backends.mail_path_checks, interval=s.health_interval,
@@ -65,26 +83,22 @@ class Server:
         task_settings = TaskSettings.from_env({**self.env, "MAILSERVER_NODE_NAME": s.node_name})
         tasks = cassandra_services(backends.session, task_settings, queues=backends.queues,
                                    repositories=backends.repositories, metrics=backends.metrics)
-        # Consumers first, SMTP last: mail accepted at once has someone to process it.
+        # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
             "tasks": lambda: TasksRole(tasks),
-            "webadmin": lambda: WebAdminRole(backends, self.env, tasks),
+            "webadmin": lambda: WebAdminRole(backends, self.env, tasks, self.lifecycle),
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
             "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]
         }
-        for name in ("tasks", "webadmin", "spooler", "outgoing", "smtp"):
-            if name in s.roles:
-                role = builders[name]()
-                role.start()
-                self.roles.append(role)
-                log.info("role %s started", name)
+        start_roles(self.lifecycle, builders, self.roles)
         log.info("mailserver started on node %s with roles %s", s.node_name, ", ".join(r.name for r in self.roles))
 
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)
 
     def stop(self) -> None:
+        self.lifecycle.stopping()
         for role in reversed(self.roles):
             try:
                 role.stop()

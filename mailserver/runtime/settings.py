@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mailserver.delivery.resolver import MxHost
 from mailserver.mailets.config import DEFAULT_FILE
+from mailserver.queue.api import SPOOL
 from mailserver.smtp.config import SmtpConfig
 
 ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks")
@@ -60,6 +61,23 @@ def parse_mx_table(spec: str) -> dict[str, list[MxHost]]:
     return table
 
 
+def parse_queue_limits(spec: str) -> dict[str, int]:
+    """``outgoing=5000,other=100`` -> limits of the ``MailQueueSize`` health check.
+
+    The spool is not named here: its limit is SMTP's back-pressure threshold,
+    ``MAILSERVER_SMTP_SPOOL_LIMIT``, so the check and the 452 replies agree.
+    """
+    limits: dict[str, int] = {}
+    for entry in filter(None, (e.strip() for e in spec.split(","))):
+        name, sep, value = (part.strip() for part in entry.partition("="))
+        if not sep or not name or not value.isdigit():
+            raise SettingsError(f"MAILSERVER_QUEUE_SIZE_LIMITS: {entry!r} is not queue=count")
+        if name == SPOOL:
+            raise SettingsError("MAILSERVER_QUEUE_SIZE_LIMITS: the spool's limit is MAILSERVER_SMTP_SPOOL_LIMIT")
+        limits[name] = int(value)
+    return limits
+
+
 @dataclass(frozen=True)
 class ServeSettings:
     roles: tuple[str, ...] = ROLES
@@ -70,6 +88,12 @@ class ServeSettings:
     queue_quorum: bool = True
     node_name: str = field(default_factory=socket.gethostname)
     health_interval: float = 2.0                # seconds between background probes of the backends
+    queue_size_limits: dict[str, int] = field(default_factory=dict)   # MailQueueSize check, spool excluded
+
+    def queue_limits(self) -> dict[str, int]:
+        """Every queue with a size limit: the spool's back-pressure limit, then the others."""
+        spool = {SPOOL: self.smtp.spool_size_limit} if self.smtp.spool_size_limit is not None else {}
+        return {**spool, **self.queue_size_limits}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, roles: str | None = None) -> ServeSettings:
@@ -100,6 +124,7 @@ class ServeSettings:
             queue_quorum=read.boolean("MAILSERVER_QUEUE_QUORUM", True),
             node_name=read.text("MAILSERVER_NODE_NAME", socket.gethostname()),
             health_interval=float(read.integer("MAILSERVER_HEALTH_INTERVAL_MS", 2000)) / 1000,
+            queue_size_limits=parse_queue_limits(read.text("MAILSERVER_QUEUE_SIZE_LIMITS", "")),
         )
 
 

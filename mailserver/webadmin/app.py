@@ -53,7 +53,7 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     runner = HealthCheckRunner(checks, timeout=ctx.health_timeout)
     app.state.health_runner = runner
     app.router.add_event_handler("shutdown", runner.close)
-    metrics.track_maintenance(lambda: guard.state().enabled)
+    metrics.track_maintenance(guard.state)
 
     app.include_router(health.router(runner, metrics))
     app.include_router(domains.router(ctx.domains, ctx.rrt))

@@ -6,8 +6,11 @@
   absent), three lists: full access, no-delete (every method but DELETE), read-only (GET and
   HEAD only).
 
-Failures answer plain-text 401/403 bodies worded as James's. Health checks, ``/metrics`` and
-the API description stay public, as do CORS preflights.
+Failures answer plain-text 401/403 bodies worded as James's code (``JwtFilter``, ``PasswordFilter``):
+JWT refusals are all 401 (``No Bearer header.``, ``Invalid Bearer header.``, ``Non authorized
+user.`` for a token without ``admin: true``); passwords answer 401 (``No Password in header.``,
+``Wrong password.``) or 403 (``Insufficient permissions for this operation.``). Health checks,
+``/metrics`` and the API description stay public, as do CORS preflights.
 
 Secure default (where we differ from James): with neither mode configured the server refuses
 to start unless authentication is explicitly disabled — James's historical default of an open
@@ -133,8 +136,8 @@ class Authenticator:
         try:
             claims = jwt.decode(token, self.config.jwt_public_key, algorithms=["RS256"],
                                 options={"require": ["sub"], "verify_aud": False})
-        except jwt.PyJWTError:
-            return Decision(status=401, body="Invalid token.")
+        except jwt.PyJWTError:   # bad signature, expired, malformed: James's JwtFilter wording
+            return Decision(status=401, body="Invalid Bearer header.")
         if claims.get("admin") is not True:
             return Decision(status=401, body="Non authorized user.")
         return Decision(principal=str(claims["sub"]))

@@ -10,19 +10,6 @@ from spark_apps.packaging import build_py_files, job_path
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def spark():
-    import logging
-
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # quiet shutdown chatter
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[1]").appName("unit")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
-    yield session
-    session.stop()
-
-
 def test_totals_per_user_counts_and_sums(spark):
     df = spark.createDataFrame([("a", 10), ("a", 5), ("b", 1)], "user string, size long")
     rows = {r.user: (r.message_count, r.total_size) for r in totals_per_user(df).collect()}

@@ -99,7 +99,7 @@ def test_jwt_admin_token(jwt_app, rsa_keys):
 
 @pytest.mark.parametrize(("headers", "body"), [
     ({}, "No Bearer header."),
-    ({"Authorization": "Bearer not-a-jwt"}, "Invalid token."),
+    ({"Authorization": "Bearer not-a-jwt"}, "Invalid Bearer header."),
     ({"Password": "whatever"}, "No Bearer header."),
 ])
 def test_jwt_refusals(jwt_app, headers, body):
@@ -117,7 +117,9 @@ def test_jwt_expired_or_foreign_key(jwt_app, rsa_keys):
     expired = token(rsa_keys[0], admin=True, exp=int(time.time()) - 10)
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     for t in (expired, token(other, admin=True)):
-        assert client_with(jwt_app, Authorization=f"Bearer {t}").get("/domains").text == "Invalid token."
+        response = client_with(jwt_app, Authorization=f"Bearer {t}").get("/domains")
+        assert (response.status_code, response.text) == (401, "Invalid Bearer header.")
+        assert response.headers["content-type"].startswith("text/plain")
 
 
 def test_jwt_hs256_with_public_key_as_secret_is_refused(jwt_app, rsa_keys):

@@ -1,0 +1,276 @@
+"""The anatomy every maintenance job shares: detect -> (dry run stops) -> repair -> verify.
+
+A procedure says what is inconsistent (``detect``: a DataFrame of small items, one per thing
+to fix, with a ``kind`` column) and how to fix one item (``repair``: runs on executors, re-reads
+the rows from Cassandra before writing, since the Spark snapshot is stale by definition). This
+module does the rest, the same way for every procedure:
+
+* items are spread over ``--slices`` slices by a hash of the procedure's key columns; each
+  repaired slice is checkpointed (``maintenance_checkpoints``) with its outcomes, so a killed
+  run started again with the same ``--run-key`` skips the slices already done and still
+  reports them;
+* repair writes are throttled to ``--rate`` items/s across the whole job;
+* after the repair, detection runs again: items still there that this run tried to fix are
+  *unresolved* (the run is PARTIAL); items that appeared since are *new* (reported, not
+  failed: the procedures that run online can see fresh inconsistencies from live traffic);
+* the JSON report goes to S3 and to stdout; ``maintenance_audit`` gets a row at the start and
+  at the end. Exit status: 0 COMPLETED (or dry run), 1 PARTIAL, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from spark_apps.common.bookkeeping import AuditLog, AuditRecord, Checkpoints, SliceResult, ensure_tables
+from spark_apps.common.cql import CqlEndpoint
+from spark_apps.common.reports import ReportLocation, write_report
+from spark_apps.common.session import build_session
+from spark_apps.common.settings import JobSettings
+from spark_apps.common.throttle import RateLimiter, share
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("mailplatform.procedure")
+
+FIXED, SKIPPED, FAILED = "fixed", "skipped", "failed"
+COMPLETED, PARTIAL, DRY_RUN = "COMPLETED", "PARTIAL", "DRY_RUN"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What repairing one item did. ``counter`` names the report field a fix increments."""
+
+    status: str
+    item: dict[str, Any]
+    counter: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Detection:
+    items: DataFrame                 # columns: kind + the procedure's item columns
+    processed: dict[str, int]        # James's "processed..." counters of the scan
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    run_key: str
+    dry_run: bool
+    rate: float | None
+    slices: int
+    triggered_by: str
+    dag_id: str | None
+    dag_run_id: str | None
+    report_bucket: str | None
+    sample_size: int
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        g = parser.add_argument_group("run")
+        g.add_argument("--run-key", help="identity of this run; the same key resumes it (default: a new one)")
+        g.add_argument("--dry-run", action="store_true", help="detect and report only; write nothing")
+        g.add_argument("--rate", type=float, help="repairs per second for the whole job (default: unlimited)")
+        g.add_argument("--slices", type=int, default=8, help="checkpointed units of repair work (default 8)")
+        g.add_argument("--triggered-by", default="cli", help="who asked for this run (audit)")
+        g.add_argument("--dag-id")
+        g.add_argument("--dag-run-id")
+        g.add_argument("--report-bucket", help="S3 bucket for the report [MAINTENANCE_REPORT_BUCKET]")
+        g.add_argument("--sample-size", type=int, default=1000, help="fixed items listed in the report")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunOptions:
+        if args.rate is not None and args.rate <= 0:
+            raise ValueError("--rate must be positive")
+        if not 1 <= args.slices <= 4096:
+            raise ValueError("--slices must be between 1 and 4096")
+        run_key = args.run_key or f"adhoc-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"
+        return cls(run_key, args.dry_run, args.rate, args.slices, args.triggered_by, args.dag_id,
+                   args.dag_run_id, args.report_bucket, max(0, args.sample_size))
+
+
+class Procedure(ABC):
+    """One maintenance procedure. Instances are pickled to executors: keep them plain data."""
+
+    job: str                 # James's task type, e.g. "solve-message-inconsistencies"
+    slice_columns: tuple[str, ...]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:  # noqa: B027 (optional hook)
+        """Procedure-specific options (scope, modes)."""
+
+    def configure(self, args: argparse.Namespace) -> dict[str, Any]:
+        """Validate the options; return them as the report's ``runningOptions``."""
+        return {}
+
+    @abstractmethod
+    def detect(self, spark: SparkSession, settings: JobSettings) -> Detection: ...
+
+    @abstractmethod
+    def repair(self, endpoint: CqlEndpoint, item: dict[str, Any]) -> Outcome: ...
+
+    def report_fields(self, detection: Detection, result: SliceResult) -> dict[str, Any]:
+        """James's additionalInformation fields for this procedure."""
+        return {**detection.processed, **result.counters}
+
+
+def _with_slice(items: DataFrame, columns: Sequence[str], slices: int) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return items.withColumn("slice", F.pmod(F.xxhash64(*columns), F.lit(slices)).cast("int"))
+
+
+def _repair_partition(procedure: Procedure, endpoint: CqlEndpoint, rate: float | None,
+                      rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    limiter = RateLimiter(rate)
+    for row in rows:
+        item = {k: v for k, v in row.asDict(recursive=True).items() if k != "slice"}
+        limiter.acquire()
+        try:
+            outcome = procedure.repair(endpoint, item)
+        except Exception as exc:  # one bad item must not stop the slice: it is reported and replayable
+            outcome = Outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}")
+        yield {"status": outcome.status, "item": outcome.item, "counter": outcome.counter, "error": outcome.error}
+
+
+def _merge(into: SliceResult, other: SliceResult, sample_size: int) -> None:
+    for k, v in other.counters.items():
+        into.counters[k] = into.counters.get(k, 0) + v
+    into.fixed.extend(other.fixed[: max(0, sample_size - len(into.fixed))])
+    into.failures.extend(other.failures)
+
+
+class ProcedureRunner:
+    def __init__(self, procedure: Procedure) -> None:
+        self.procedure = procedure
+
+    def parse(self, argv: Sequence[str] | None) -> tuple[argparse.Namespace, JobSettings, RunOptions, dict]:
+        parser = argparse.ArgumentParser(prog=self.procedure.job, description=type(self.procedure).__doc__)
+        JobSettings.add_arguments(parser)
+        RunOptions.add_arguments(parser)
+        self.procedure.add_arguments(parser)
+        args = parser.parse_args(argv)
+        try:
+            options = RunOptions.from_args(args)
+            running_options = self.procedure.configure(args)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return args, JobSettings.from_args(args), options, running_options
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        _, settings, options, running_options = self.parse(argv)
+        endpoint = CqlEndpoint(settings.cassandra_hosts, settings.cassandra_port, settings.keyspace)
+        cql = endpoint.session()
+        ensure_tables(cql)
+        audit = AuditLog(cql)
+        location = ReportLocation.for_run(self.procedure.job, options.run_key, options.report_bucket)
+        record = AuditRecord(self.procedure.job, options.run_key, datetime.now(UTC), options.triggered_by,
+                             options.dag_id, options.dag_run_id,
+                             {**running_options, "dryRun": options.dry_run, "rate": options.rate,
+                              "slices": options.slices}, report_uri=location.uri)
+        audit.write(record)
+        spark = build_session(self.procedure.job, settings)
+        try:
+            report = self.run(spark, settings, endpoint, options, running_options)
+        except Exception:
+            record.outcome = "FAILED"
+            audit.write(record)
+            raise
+        finally:
+            spark.stop()
+        record.counts_before, record.counts_after = report["detected"], report.get("remaining", {})
+        record.outcome = report["outcome"]
+        write_report(report, location)
+        audit.write(record)
+        print("REPORT " + json.dumps(report, default=str, sort_keys=True), flush=True)
+        return 0 if report["outcome"] in (COMPLETED, DRY_RUN) else 1
+
+    def run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
+            running_options: dict[str, Any]) -> dict[str, Any]:
+        from pyspark.sql import functions as F
+
+        procedure = self.procedure
+        started = time.monotonic()
+        detection = procedure.detect(spark, settings)
+        items = _with_slice(detection.items, procedure.slice_columns, options.slices).cache()
+        detected = {r["kind"]: r["count"] for r in items.groupBy("kind").count().collect()}
+        base = {"type": procedure.job, "timestamp": datetime.now(UTC).isoformat(), "runKey": options.run_key,
+                "dryRun": options.dry_run, "runningOptions": running_options, "detected": detected}
+        if options.dry_run:
+            sample = [r.asDict(recursive=True) for r in items.drop("slice").limit(options.sample_size).collect()]
+            items.unpersist()
+            return {**base, **procedure.report_fields(detection, SliceResult()), "outcome": DRY_RUN,
+                    "detectedItems": sample, "durationSeconds": round(time.monotonic() - started, 3)}
+
+        checkpoints = Checkpoints(endpoint.session(), procedure.job, options.run_key)
+        already = checkpoints.done()
+        total = SliceResult()
+        repaired: list[int] = []
+        parallel = max(1, spark.sparkContext.defaultParallelism)
+        for slice_ in range(options.slices):
+            if slice_ in already:
+                _merge(total, already[slice_], options.sample_size)
+                continue
+            result = self._repair_slice(items.filter(F.col("slice") == slice_), endpoint, options, parallel)
+            if not result.failures:   # a slice with failures is redone by the next attempt
+                checkpoints.mark_done(slice_, result)
+            _merge(total, result, options.sample_size)
+            repaired.append(slice_)
+            log.info("slice %d/%d repaired: %s", slice_ + 1, options.slices, result.counters)
+
+        remaining_items = _with_slice(procedure.detect(spark, settings).items, procedure.slice_columns,
+                                      options.slices).cache()
+        remaining = {r["kind"]: r["count"] for r in remaining_items.groupBy("kind").count().collect()}
+        keys = [c for c in remaining_items.columns if c != "slice"]
+        tried = items.filter(F.col("slice").isin(repaired)).select(*keys) if repaired else None
+        unresolved_rows = (remaining_items.join(tried, keys, "left_semi").drop("slice")
+                           .limit(options.sample_size).collect()) if tried is not None else []
+        unresolved = remaining_items.join(tried, keys, "left_semi").count() if tried is not None else 0
+        new_since = sum(remaining.values()) - unresolved
+        items.unpersist()
+        remaining_items.unpersist()
+        outcome = COMPLETED if not total.failures and unresolved == 0 else PARTIAL
+        return {**base, **procedure.report_fields(detection, total),
+                "fixedInconsistencies": total.fixed, "errors": total.failures,
+                "remaining": remaining, "unresolved": unresolved,
+                "unresolvedItems": [r.asDict(recursive=True) for r in unresolved_rows],
+                "newSinceDetection": new_since,
+                "slices": {"total": options.slices, "repaired": repaired,
+                           "skippedAlreadyDone": sorted(already)},
+                "outcome": outcome, "durationSeconds": round(time.monotonic() - started, 3)}
+
+    def _repair_slice(self, slice_items: DataFrame, endpoint: CqlEndpoint, options: RunOptions,
+                      parallel: int) -> SliceResult:
+        procedure = self.procedure
+        rate = share(options.rate, parallel)
+        outcomes = (slice_items.repartition(parallel).rdd
+                    .mapPartitions(lambda rows: _repair_partition(procedure, endpoint, rate, rows))
+                    .collect())
+        result = SliceResult()
+        counters: Counter[str] = Counter()
+        for o in outcomes:
+            if o["status"] == FIXED:
+                if o["counter"]:
+                    counters[o["counter"]] += 1
+                if len(result.fixed) < options.sample_size:
+                    result.fixed.append(o["item"])
+            elif o["status"] == FAILED:
+                result.failures.append({**o["item"], "error": o["error"]})
+            else:
+                counters["skippedResolvedMeanwhile"] += 1
+        result.counters = dict(counters)
+        return result
+
+
+def run_procedure(procedure: Procedure, argv: Sequence[str] | None = None) -> int:
+    return ProcedureRunner(procedure).main(argv if argv is not None else sys.argv[1:])

@@ -1,0 +1,112 @@
+"""Data for the maintenance procedures: a keyspace of their own, bulk mail, faults where production has them.
+
+The procedures scan whole tables, so their tests get a keyspace nobody else writes into (the
+session keyspace holds the deliberate inconsistencies of other tests). Bulk messages go
+through the data layer's message store (imapUidTable LWT, messageIdTable, index tables,
+counters: James's write order) from a few threads; each inconsistency is then produced by
+the fault seam failing the write production would fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from mailserver.cassandra.faults import InjectedWriteFailure
+from mailserver.cassandra.session import CassandraSession
+from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
+from mailserver.mailbox.cassandra_messages import CassandraMessageStore
+from mailserver.model.address import Username
+from mailserver.model.flags import Flags, SystemFlag
+from mailserver.model.ids import MailboxId, MessageId, ThreadId
+from mailserver.model.mailbox import MailboxPath
+from mailserver.model.message import MessageMetadata
+from spark_apps.packaging import build_py_files, job_path
+
+
+@dataclass
+class SeededMail:
+    by_mailbox: dict[MailboxId, list[MessageMetadata]] = field(default_factory=dict)
+    users: list[Username] = field(default_factory=list)
+
+    def all(self) -> list[MessageMetadata]:
+        return [m for ms in self.by_mailbox.values() for m in ms]
+
+
+def metadata(mailbox_id: MailboxId, uid: int, *, seen: bool = False, size: int = 2000) -> MessageMetadata:
+    message_id = MessageId.generate()
+    flags = Flags.of(SystemFlag.SEEN) if seen else Flags.of()
+    when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=uid)
+    return MessageMetadata(mailbox_id, message_id, uid, uid, flags, ThreadId.of(message_id.value), when, when,
+                           300, size, f"header-{message_id.value}")
+
+
+def seed_mail(session: CassandraSession, *, users: int, mailboxes_per_user: int, messages_per_mailbox: int,
+              threads: int = 8) -> SeededMail:
+    mailboxes = CassandraMailboxStore(session)
+    messages = CassandraMessageStore(session)
+    seeded = SeededMail()
+    tag = uuid.uuid4().hex[:6]
+    for u in range(users):
+        user = Username.of(f"maint{u}-{tag}@example.com")
+        seeded.users.append(user)
+        for b in range(mailboxes_per_user):
+            mailbox = mailboxes.create(MailboxPath.of(user, "INBOX" if b == 0 else f"Folder{b}"), 42)
+            seeded.by_mailbox[mailbox.id] = [metadata(mailbox.id, uid, seen=uid % 3 == 0, size=1000 + uid)
+                                             for uid in range(1, messages_per_mailbox + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(messages.add, seeded.all()))
+    return seeded
+
+
+def fail_once(session: CassandraSession, table: str, kind: str, action: Any) -> None:
+    """Run ``action`` with the next ``kind`` write on ``table`` failing, as a node timeout would."""
+    session.faults.fail(table, kind=kind)
+    try:
+        action()
+    except InjectedWriteFailure:
+        return
+    finally:
+        session.faults.clear()
+    raise AssertionError(f"no {kind} on {table} happened: the fault seam was not reached")
+
+
+def table_checksum(session: CassandraSession, *tables: str) -> str:
+    """A digest of every row of ``tables`` (order-independent): equal before and after = nothing written."""
+    digest = hashlib.sha256()
+    for table in tables:
+        rows = sorted(repr(sorted(r.items())) for r in session.session.execute(f"SELECT * FROM {table}"))
+        digest.update(f"{table}:{len(rows)}".encode())
+        for r in rows:
+            digest.update(r.encode())
+    return digest.hexdigest()
+
+
+def spark_submit(job: str, args: list[str], env: dict[str, str], *, timeout: int = 900,
+                 wait: bool = True) -> subprocess.CompletedProcess | subprocess.Popen:
+    """spark-submit of one of the platform's jobs, as the Airflow operator does it (local[2])."""
+    tmp = Path(tempfile.mkdtemp(prefix="spark-job-"))
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--driver-memory", "1g",
+           "--conf", "spark.ui.enabled=false", "--jars", env["SPARK_CONNECTOR_JARS"],
+           "--py-files", str(build_py_files(tmp)), str(job_path(job)), *args]
+    if wait:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    # Files, not pipes: nobody reads while it runs, and a full pipe would block Spark's logging.
+    return subprocess.Popen(cmd, env=env, stdout=(tmp / "stdout").open("w"), stderr=(tmp / "stderr").open("w"),
+                            text=True, start_new_session=True)
+
+
+def report_of(stdout: str) -> dict[str, Any]:
+    import json
+
+    lines = [line for line in stdout.splitlines() if line.startswith("REPORT ")]
+    assert lines, "the job printed no REPORT line"
+    return json.loads(lines[-1][len("REPORT "):])

@@ -1,0 +1,53 @@
+"""The repair rate limiter, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_apps.common.throttle import RateLimiter, share
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+
+
+def test_rate_is_held_on_average():
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    for _ in range(110):
+        limiter.acquire()
+    # 10 tokens of burst, then 100 more at 10/s: ten seconds of waiting
+    assert clock.now == pytest.approx(10.0, rel=0.01)
+
+
+def test_unlimited_never_sleeps():
+    clock = FakeClock()
+    limiter = RateLimiter(None, clock=clock, sleep=clock.sleep)
+    for _ in range(1000):
+        limiter.acquire()
+    assert clock.slept == 0
+
+
+def test_idle_time_refills_only_up_to_the_burst():
+    clock = FakeClock()
+    limiter = RateLimiter(2, clock=clock, sleep=clock.sleep)
+    clock.now = 100.0      # a long pause must not allow a burst of 200
+    for _ in range(4):
+        limiter.acquire()
+    assert clock.slept == pytest.approx(1.0)
+
+
+def test_rate_is_shared_between_parallel_partitions():
+    assert share(100, 4) == 25
+    assert share(None, 4) is None
+    with pytest.raises(ValueError):
+        RateLimiter(0)
