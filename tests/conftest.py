@@ -166,3 +166,14 @@ def maintenance_cassandra(cassandra_config):
     yield session
     session.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}", timeout=120)
     session.close()
+
+
+@pytest.fixture
+def maintenance_keyspace(maintenance_cassandra):
+    """The maintenance keyspace, emptied first: what a procedure finds is what the test put there."""
+    from tests.support.maintenance import clear_keyspace
+
+    maintenance_cassandra.faults.clear()
+    clear_keyspace(maintenance_cassandra)
+    yield maintenance_cassandra
+    maintenance_cassandra.faults.clear()

@@ -67,6 +67,14 @@ def seed_mail(session: CassandraSession, *, users: int, mailboxes_per_user: int,
     return seeded
 
 
+def clear_keyspace(session: CassandraSession) -> None:
+    """Empty every non-empty table, so a test's counters are its own (a procedure scans whole tables)."""
+    tables = session.cluster.metadata.keyspaces[session.keyspace].tables
+    for name in tables:
+        if list(session.session.execute(f"SELECT * FROM {name} LIMIT 1")):
+            session.session.execute(f"TRUNCATE {name}", timeout=120)
+
+
 def fail_once(session: CassandraSession, table: str, kind: str, action: Any) -> None:
     """Run ``action`` with the next ``kind`` write on ``table`` failing, as a node timeout would."""
     session.faults.fail(table, kind=kind)

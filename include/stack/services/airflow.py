@@ -24,6 +24,7 @@ from .base import Service, ServiceError
 from .mailserver import MailServer
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+POOLS_FILE = REPO_ROOT / "include" / "airflow" / "pools.json"
 
 
 class Airflow(Service):
@@ -108,6 +109,11 @@ class Airflow(Service):
         if result.returncode != 0:
             raise ServiceError("airflow db migrate failed:\n" + "\n".join(
                 (result.stdout + result.stderr).splitlines()[-30:]))
+        # The per-backend pools the maintenance DAGs queue in (a missing pool leaves tasks unscheduled).
+        result = subprocess.run([self._airflow(), "pools", "import", str(POOLS_FILE)], env=self.env(),
+                                capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            raise ServiceError("airflow pools import failed:\n" + (result.stdout + result.stderr)[-3000:])
 
     @staticmethod
     def _airflow() -> str:

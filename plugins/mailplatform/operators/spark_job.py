@@ -4,13 +4,16 @@ DAGs say *which* job and *what* arguments; this operator adds, at run time only:
 the application file, the ``spark_apps`` zip as ``--py-files``, the connector jars
 (``SPARK_CONNECTOR_JARS``), the Cassandra contact points from ``cassandra_default`` and the
 S3 / OpenSearch endpoints as environment variables (secrets never appear on the command line).
+``args_from_context`` turns the run's context (validated params, run id, who triggered it) into
+job arguments at run time, for what Jinja cannot express (a flag present or absent, a repeated
+option).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ class SparkJobOperator(SparkSubmitOperator):
         s3_conn_id: str | None = "s3_default",
         opensearch_conn_id: str | None = "opensearch_default",
         driver_memory: str = "1g",
+        args_from_context: Callable[[Mapping[str, Any]], list[str]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -47,6 +51,7 @@ class SparkJobOperator(SparkSubmitOperator):
         self.cassandra_conn_id = cassandra_conn_id
         self.s3_conn_id = s3_conn_id
         self.opensearch_conn_id = opensearch_conn_id
+        self.args_from_context = args_from_context
 
     def _connection_settings(self) -> tuple[dict[str, str], list[str], dict[str, str]]:
         conf: dict[str, str] = {"spark.ui.enabled": "false"}
@@ -70,7 +75,8 @@ class SparkJobOperator(SparkSubmitOperator):
         conf, conn_args, env = self._connection_settings()
         self.conf = {**conf, **(self.conf or {})}
         # Explicit job arguments come last so a DAG can still override a connection default.
-        self.application_args = [*conn_args, *(self.application_args or [])]
+        from_context = self.args_from_context(context) if self.args_from_context else []
+        self.application_args = [*conn_args, *from_context, *(self.application_args or [])]
         self.env_vars = {**env, **(self.env_vars or {})}
         jars = os.environ.get("SPARK_CONNECTOR_JARS", "")
         if jars:

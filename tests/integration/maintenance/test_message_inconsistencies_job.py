@@ -64,15 +64,15 @@ def job_args(session: CassandraSession, stack, *extra: str) -> list[str]:
 
 
 @pytest.fixture
-def broken(maintenance_cassandra):
-    seeded = seed_mail(maintenance_cassandra, users=3, mailboxes_per_user=3, messages_per_mailbox=40)
-    break_messages(maintenance_cassandra, seeded, added=5, removed=4, outdated=3)
+def broken(maintenance_keyspace):
+    seeded = seed_mail(maintenance_keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=40)
+    break_messages(maintenance_keyspace, seeded, added=5, removed=4, outdated=3)
     return seeded
 
 
 def test_dry_run_reports_and_writes_nothing_then_repair_fixes_exactly_what_was_broken(
-        stack, spark_env, maintenance_cassandra, broken):
-    session = maintenance_cassandra
+        stack, spark_env, maintenance_keyspace, broken):
+    session = maintenance_keyspace
     truth_rows = len(session.execute("SELECT uid FROM imapUidTable"))
     projection_rows = len(session.execute("SELECT uid FROM messageIdTable"))
     before = table_checksum(session, "imapUidTable", "messageIdTable")
@@ -108,8 +108,8 @@ def test_dry_run_reports_and_writes_nothing_then_repair_fixes_exactly_what_was_b
     assert report_of(again.stdout)["detected"] == {}
 
 
-def test_a_killed_repair_resumes_and_skips_the_slices_already_done(stack, spark_env, maintenance_cassandra):
-    session = maintenance_cassandra
+def test_a_killed_repair_resumes_and_skips_the_slices_already_done(stack, spark_env, maintenance_keyspace):
+    session = maintenance_keyspace
     seeded = seed_mail(session, users=4, mailboxes_per_user=4, messages_per_mailbox=5)
     break_messages(session, seeded, added=32, removed=0, outdated=0)
     run_key = f"resume-{uuid.uuid4().hex[:8]}"

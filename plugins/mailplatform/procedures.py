@@ -1,0 +1,128 @@
+"""One shape for every Cassandra repair DAG: health gate -> Spark (detect, repair, verify) -> report.
+
+A DAG file describes its procedure (``Procedure``: the Spark job, James's task type, the
+operator documentation, its own params and how they become job arguments) and calls
+``repair_dag``. Everything else is the same for all of them, so operators meet one anatomy:
+
+* ``backends_healthy``: WebAdmin's health of the components the procedure touches (never the
+  global status: dead letters or a full queue make it degraded, and must not block a repair);
+* optionally ``enable_maintenance`` / ``disable_maintenance`` as setup and teardown, so traffic
+  always resumes, even when the repair fails;
+* ``detect_repair_verify``: the Spark job in the ``cassandra_maintenance`` pool (one slot: two
+  procedures never write Cassandra at once). Its run key is the DAG run, so a retry resumes
+  from the job's checkpoints instead of starting again;
+* ``report``: reads the job's report from S3, returns James's counters as XCom, and fails the
+  run when the repair left something unresolved or failed items (they are listed in the log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Param, task
+from airflow.sdk.exceptions import AirflowException
+
+from mailplatform.operators.maintenance import DisableMaintenanceOperator, EnableMaintenanceOperator
+from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.sensors.health import WebAdminHealthSensor
+
+CASSANDRA_POOL = "cassandra_maintenance"
+CASSANDRA_COMPONENTS = ("Cassandra backend", "ObjectStorage")
+OK_OUTCOMES = ("COMPLETED", "DRY_RUN")
+SUMMARY_EXCLUDES = ("fixedInconsistencies", "errors", "detectedItems", "unresolvedItems")
+
+COMMON_PARAMS = {
+    "dry_run": Param(False, type="boolean",
+                     description="Detect and report only: nothing is written (the report lists what would be fixed)"),
+    "rate": Param(None, type=["null", "number"], exclusiveMinimum=0,
+                  description="Repairs per second for the whole job; empty for no limit"),
+    "slices": Param(8, type="integer", minimum=1, maximum=4096,
+                    description="Checkpointed units of repair work: a retried run skips the slices already done"),
+}
+
+
+@dataclass(frozen=True)
+class Procedure:
+    dag_id: str
+    job: str                         # module in spark_apps/jobs
+    task_type: str                   # James's task type: the report's name
+    doc_md: str
+    description: str
+    tags: tuple[str, ...]
+    params: Mapping[str, Param] = field(default_factory=dict)
+    args_from_params: Callable[[Mapping[str, Any]], list[str]] = lambda params: []
+    maintenance_mode: bool = False
+    schedule: str | None = None
+
+
+def run_key(context: Mapping[str, Any]) -> str:
+    return f"{context['dag'].dag_id}/{context['run_id']}"
+
+
+def common_args(context: Mapping[str, Any]) -> list[str]:
+    params = context["params"]
+    dag_run = context.get("dag_run")
+    who = getattr(dag_run, "triggering_user_name", None) or "scheduler"
+    args = ["--run-key", run_key(context), "--dag-id", context["dag"].dag_id, "--dag-run-id", context["run_id"],
+            "--triggered-by", who, "--slices", str(params["slices"])]
+    if params.get("rate") is not None:
+        args += ["--rate", str(params["rate"])]
+    if params.get("dry_run"):
+        args.append("--dry-run")
+    return args
+
+
+def check_report(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The XCom summary of a report; raises when the run did not converge."""
+    summary = {k: v for k, v in report.items() if k not in SUMMARY_EXCLUDES}
+    if report.get("outcome") not in OK_OUTCOMES:
+        raise AirflowException(
+            f"{report.get('type')} ended {report.get('outcome')}: {report.get('unresolved', 0)} unresolved, "
+            f"{len(report.get('errors', []))} failed items (first ones: {report.get('errors', [])[:5]}); "
+            "failed items are listed in the report and are fixed by running the DAG again")
+    return summary
+
+
+def repair_dag(procedure: Procedure) -> DAG:
+    with DAG(
+        dag_id=procedure.dag_id,
+        description=procedure.description,
+        doc_md=procedure.doc_md,
+        schedule=procedure.schedule,
+        catchup=False,
+        max_active_runs=1,
+        tags=["maintenance", "cassandra", *procedure.tags],
+        default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
+        params={**COMMON_PARAMS, **procedure.params},
+    ) as dag:
+        gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS),
+                                    deferrable=True, poke_interval=30, timeout=30 * 60)
+
+        def job_args(context: Mapping[str, Any]) -> list[str]:
+            return [*common_args(context), *procedure.args_from_params(context["params"])]
+
+        spark = SparkJobOperator(task_id="detect_repair_verify", job=procedure.job, args_from_context=job_args,
+                                 pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
+
+        @task(trigger_rule="all_done")
+        def report(**context: Any) -> dict[str, Any]:
+            from mailplatform.hooks.reports import MaintenanceReportHook
+
+            try:
+                content = MaintenanceReportHook().read(procedure.task_type, run_key(context))
+            except Exception as exc:
+                raise AirflowException(f"no report for this run ({exc}): the Spark job failed before the end, "
+                                       "see the detect_repair_verify log") from exc
+            return check_report(content)
+
+        summary = report()
+        if procedure.maintenance_mode:
+            enable = EnableMaintenanceOperator(task_id="enable_maintenance")
+            disable = DisableMaintenanceOperator(task_id="disable_maintenance")
+            gate >> enable >> spark >> summary >> disable.as_teardown(setups=enable)
+        else:
+            gate >> spark >> summary
+    return dag

@@ -1,0 +1,110 @@
+"""Maintenance DAGs end to end: ``dag.test()`` against the real stack and a real WebAdmin.
+
+One mail server (roles ``webadmin,tasks``) serves the maintenance keyspace for the whole
+session: the DAGs' health sensors and maintenance-mode tasks talk to it through the
+``webadmin_default`` connection, and ``cassandra_default`` names the maintenance keyspace, so
+the Spark jobs scan only what the tests seeded.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from include.connections import airflow_connections
+from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, ServerProcess, server_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+
+class WebAdminProcess(ServerProcess):
+    """``mailserver serve --roles webadmin,tasks``: ready once ``/healthcheck`` answers."""
+
+    def start(self, timeout: float = 120.0) -> WebAdminProcess:
+        import subprocess
+        import sys
+
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen([sys.executable, "-m", "mailserver.cli", "serve"], env=self.env,
+                                        stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mailserver exited with {self.process.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(self.webadmin_url + "/healthcheck", timeout=5):
+                    return self
+            except urllib.error.HTTPError:   # 503 while a backend warms up: it answers, it is up
+                return self
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"WebAdmin did not answer within {timeout}s:\n{self.tail()}")
+
+
+@pytest.fixture(scope="session")
+def maintenance_webadmin(stack, maintenance_cassandra, unique, tmp_path_factory) -> Iterator[WebAdminProcess]:
+    from mailserver.mailets.config import DEFAULT_FILE
+
+    tmp = tmp_path_factory.mktemp("maintenance-webadmin")
+    with IsolatedVhost(stack, f"maint-{unique}") as vhost:
+        env = server_env(stack, vhost.amqp_url, maintenance_cassandra.keyspace, f"maint-{unique}", DEFAULT_FILE,
+                         MAILSERVER_ROLES="webadmin,tasks")
+        server = WebAdminProcess(env, tmp / "mailserver.log").start()
+        try:
+            yield server
+        finally:
+            server.terminate()
+
+
+@pytest.fixture(scope="session")
+def maintenance_airflow(stack, spark_env, airflow_db, maintenance_cassandra, maintenance_webadmin) -> Iterator[None]:
+    """Airflow connections of the maintenance world (keyspace and WebAdmin), restored afterwards."""
+    conns = airflow_connections(stack, spark_master="local[2]", keyspace=maintenance_cassandra.keyspace,
+                                webadmin_url=maintenance_webadmin.webadmin_url,
+                                webadmin_password=WEBADMIN_PASSWORD)
+    saved = {k: os.environ.get(k) for k in conns}
+    os.environ.update(conns)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def load_dag(dag_id: str) -> Any:
+    try:
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # Airflow < 3.3
+        from airflow.models.dagbag import DagBag
+
+    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    assert bag.import_errors == {}
+    dag = bag.get_dag(dag_id)
+    assert dag is not None, f"no DAG {dag_id}"
+    return dag
+
+
+def run_dag(dag_id: str, conf: dict[str, Any] | None = None) -> tuple[Any, dict[str, str], dict[str, Any]]:
+    """``dag.test()`` of a maintenance DAG: the run, the state of each task, and the report task's XCom."""
+    dag = load_dag(dag_id)
+    run = dag.test(run_conf=conf or {})
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    states = {task_id: ti.state for task_id, ti in tis.items()}
+    summary = tis["report"].xcom_pull(task_ids="report") if "report" in tis else None
+    return run, states, summary or {}
+
+
+def webadmin_get(server: WebAdminProcess, path: str) -> Any:
+    import json
+
+    request = urllib.request.Request(server.webadmin_url + path, headers={"Password": WEBADMIN_PASSWORD})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read() or b"null")
