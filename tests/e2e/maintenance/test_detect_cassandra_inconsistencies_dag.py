@@ -1,0 +1,75 @@
+"""The daily scan under ``dag.test()``: it finds what was seeded, writes nothing, and starts the repairs.
+
+The repair DAG runs the scan triggers are looked up in Airflow's database (the scheduler would
+run them; ``dag.test()`` runs only the scan DAG itself).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.maintenance.conftest import run_dag
+from tests.integration.maintenance.test_message_inconsistencies_job import break_messages
+from tests.support.maintenance import seed_mail, table_checksum
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+DAG_ID = "detect_cassandra_inconsistencies"
+JAMES_TABLES = ("imapUidTable", "messageIdTable", "mailbox", "mailboxPathV3", "mailboxCounters", "rrt",
+                "mappings_sources", "quotaCurrentValue", "message_fast_view_projection")
+
+
+def dag_runs_of(dag_id: str) -> list:
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        runs = session.query(DagRun).filter(DagRun.dag_id == dag_id).all()
+        return [(r.run_id, r.run_type, dict(r.conf or {})) for r in runs]
+
+
+def sync_dags_to_db() -> None:
+    """What the dag-processor does: a DAG can only be triggered once Airflow knows it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run([str(Path(sys.executable).parent / "airflow"), "dags", "reserialize"],
+                            capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_scan_reports_each_type_writes_nothing_and_triggers_the_unattended_repairs(
+        maintenance_airflow, maintenance_keyspace):
+    session = maintenance_keyspace
+    seeded = seed_mail(session, users=2, mailboxes_per_user=2, messages_per_mailbox=10)
+    break_messages(session, seeded, added=2, removed=1, outdated=1)
+    before = table_checksum(session, *JAMES_TABLES)
+    sync_dags_to_db()
+    repairs_before = dag_runs_of("solve_message_inconsistencies")
+
+    run, states, _ = run_dag(DAG_ID)
+
+    assert run.state == "success", states
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    assert tis["summarize"].xcom_pull(task_ids="summarize") == ["solve_message_inconsistencies"]
+    assert table_checksum(session, *JAMES_TABLES) == before, "the scan wrote to James's tables"
+    triggered = [r for r in dag_runs_of("solve_message_inconsistencies") if r not in repairs_before]
+    assert len(triggered) == 1, triggered
+    assert triggered[0][2] == {"dry_run": False}
+
+
+def test_report_only_scan_triggers_nothing(maintenance_airflow, maintenance_keyspace):
+    session = maintenance_keyspace
+    seeded = seed_mail(session, users=1, mailboxes_per_user=1, messages_per_mailbox=5)
+    break_messages(session, seeded, added=1, removed=0, outdated=0)
+    sync_dags_to_db()
+    repairs_before = dag_runs_of("solve_message_inconsistencies")
+
+    run, states, _ = run_dag(DAG_ID, {"trigger_repairs": False})
+
+    assert run.state == "success", states
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    assert tis["summarize"].xcom_pull(task_ids="summarize") == []
+    assert dag_runs_of("solve_message_inconsistencies") == repairs_before
