@@ -53,6 +53,9 @@ class S3Config:
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
     max_attempts: int = 3
+    # One client is shared by every spooler thread and the SMTP intake: a pool smaller than the
+    # threads using it discards and reopens connections under load (seen at 4+ SMTP sessions).
+    max_pool_connections: int = 64
 
     def __post_init__(self) -> None:
         BucketName.of(self.default_bucket)
@@ -62,15 +65,20 @@ class S3Config:
             raise ValueError("part_size must be at least 5 MiB (S3's smallest multipart part)")
         if self.max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if self.max_pool_connections < 1:
+            raise ValueError("max_pool_connections must be at least 1")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> S3Config:
         """From ``S3_ENDPOINT``, ``S3_ACCESS_KEY``, ``S3_SECRET_KEY``, ``S3_REGION`` (and the optional
-        ``S3_BUCKET_PREFIX``, ``S3_DEFAULT_BUCKET``); keyword arguments win over the environment."""
+        ``S3_BUCKET_PREFIX``, ``S3_DEFAULT_BUCKET``, ``S3_MAX_POOL_CONNECTIONS``); keyword arguments win
+        over the environment."""
         env = os.environ if env is None else env
         names = {"endpoint_url": "S3_ENDPOINT", "access_key": "S3_ACCESS_KEY", "secret_key": "S3_SECRET_KEY",
                  "region": "S3_REGION", "bucket_prefix": "S3_BUCKET_PREFIX", "default_bucket": "S3_DEFAULT_BUCKET"}
         values: dict[str, Any] = {key: env[var] for key, var in names.items() if env.get(var)}
+        if env.get("S3_MAX_POOL_CONNECTIONS"):
+            values["max_pool_connections"] = int(env["S3_MAX_POOL_CONNECTIONS"])
         values.update(overrides)
         missing = [names[key] for key in ("endpoint_url", "access_key", "secret_key") if key not in values]
         if missing:
@@ -86,7 +94,7 @@ def make_client(config: S3Config) -> Any:
         config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
                       retries={"max_attempts": config.max_attempts, "mode": "standard"},
                       connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
-                      max_pool_connections=max(10, 2 * config.max_concurrency),
+                      max_pool_connections=max(config.max_pool_connections, 2 * config.max_concurrency),
                       request_checksum_calculation="when_required",
                       response_checksum_validation="when_required"))
 

@@ -53,3 +53,13 @@ def test_uploads_hold_a_bounded_number_of_parts():
     store = S3BlobStore(S3Config("http://x", "k", "s", max_concurrency=3), client=object())
     assert store._transfer.max_in_memory_upload_chunks == 3
     assert store._transfer.multipart_chunksize == store.config.part_size
+
+
+def test_connection_pool_is_sized_for_many_threads_and_configurable():
+    from mailserver.blob.s3 import make_client
+
+    assert make_client(S3Config.from_env(ENV))._client_config.max_pool_connections == 64
+    tuned = S3Config.from_env({**ENV, "S3_MAX_POOL_CONNECTIONS": "128"})
+    assert make_client(tuned)._client_config.max_pool_connections == 128
+    with pytest.raises(ValueError, match="max_pool_connections"):
+        S3Config.from_env({**ENV, "S3_MAX_POOL_CONNECTIONS": "0"})
