@@ -18,10 +18,13 @@ JOB = "detect-cassandra-inconsistencies"
 # Scan name -> the DAG that repairs it (the names are the scan job's, spark_apps/jobs/detect_inconsistencies.py).
 REPAIR_DAGS = {
     "messages": "solve_message_inconsistencies",
+    "mailboxes": "solve_mailbox_inconsistencies",
+    "mappings_sources": "solve_mappings_sources_inconsistencies",
+    "mailbox_counters": "recompute_mailbox_counters",
 }
 # Safe with traffic on, so the scan may start them by itself (the guide: "can be run online").
 # The others run with the server offline or advised so: the scan reports them, an operator schedules them.
-UNATTENDED_BY_DEFAULT = ["messages"]
+UNATTENDED_BY_DEFAULT = ["messages", "mappings_sources"]
 
 DOC = """
 ### Detect Cassandra inconsistencies (daily)

@@ -79,6 +79,15 @@ class CqlSession:
         """A read that first completes any in-flight LWT on the partition (James's STRONG read)."""
         return list(self.session.execute(self._statement(cql), params, execution_profile="serial"))
 
+    def serial_read_many(self, cql: str, params: Sequence[Sequence[Any]],
+                         concurrency: int = 8) -> list[list[dict[str, Any]]]:
+        """``serial_read`` of one statement per parameter set, ``concurrency`` in flight; results in order."""
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        results = execute_concurrent_with_args(self.session, self._statement(cql), list(params),
+                                               concurrency=concurrency, execution_profile="serial")
+        return [list(r.result_or_exc) for r in results]
+
     def lwt(self, cql: str, params: Sequence[Any] = ()) -> bool:
         """A conditional statement; True when it was applied."""
         rows = self.execute(cql, params)

@@ -35,6 +35,10 @@ JOB = "detect-cassandra-inconsistencies"
 # DAG maps each to the DAG that repairs it.
 PROCEDURES: dict[str, tuple[str, str]] = {
     "messages": ("spark_apps.jobs.solve_message_inconsistencies", "SolveMessageInconsistencies"),
+    "mailboxes": ("spark_apps.jobs.solve_mailbox_inconsistencies", "SolveMailboxInconsistencies"),
+    "mappings_sources": ("spark_apps.jobs.solve_mappings_sources_inconsistencies",
+                         "SolveMappingsSourcesInconsistencies"),
+    "mailbox_counters": ("spark_apps.jobs.recompute_mailbox_counters", "RecomputeMailboxCounters"),
 }
 
 log = logging.getLogger("mailplatform.detect")
@@ -50,7 +54,7 @@ def default_configured(procedure: Procedure) -> dict[str, Any]:
     parser = argparse.ArgumentParser(add_help=False)
     procedure.add_arguments(parser)
     args, _ = parser.parse_known_args([])
-    args.rate = None   # procedures read the run's rate into their runningOptions
+    args.rate, args.dry_run = None, True   # run options some procedures read while configuring
     return procedure.configure(args)
 
 

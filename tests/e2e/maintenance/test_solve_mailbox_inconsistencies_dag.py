@@ -1,0 +1,89 @@
+"""The mailbox-inconsistency DAG run by Airflow (``dag.test()``) inside maintenance mode.
+
+Seeded through the fault seam, checked with CQL and the test WebAdmin: the repair fixes what
+was seeded while maintenance mode is on, and maintenance mode is off at the end, also when
+the repair task really fails (a ghost mailbox makes the job end PARTIAL, exit status 1).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from tests.e2e.maintenance.conftest import run_dag, webadmin_get
+from tests.support.mailbox_inconsistencies import (
+    GHOST_CONFLICT,
+    assert_repaired_as_expected,
+    break_mailboxes,
+    mailbox_tables,
+    seed_mailboxes,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark,
+              pytest.mark.timeout(2400)]  # several Spark runs per test on a shared 2-core host
+
+DAG_ID = "solve_mailbox_inconsistencies"
+
+
+def instant(value) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def task_instances(run) -> dict:
+    return {ti.task_id: ti for ti in run.get_task_instances()}
+
+
+def test_repair_runs_inside_maintenance_mode_and_traffic_resumes(
+        maintenance_airflow, maintenance_webadmin, maintenance_keyspace):
+    session = maintenance_keyspace
+    seeded = seed_mailboxes(session, users=3, per_user=4)
+    broken = break_mailboxes(session, seeded, orphan_paths=2, orphan_rows=2, renames_row_lost=1,
+                             renames_delete_lost=1, stale_rows=1)
+
+    run, states, summary = run_dag(DAG_ID, {"slices": 2})
+    assert run.state == "success", states
+    assert states == {"backends_healthy": "success", "enable_maintenance": "success",
+                      "detect_repair_verify": "success", "report": "success", "disable_maintenance": "success"}
+    assert summary["detected"] == broken.counts()
+    assert summary["outcome"] == "COMPLETED" and summary["conflictingEntries"] == []
+    assert summary["runningOptions"] == {"maxIterations": 1, "autoMerge": False}
+    assert_repaired_as_expected(session, broken)
+
+    # On while Spark ran: switched on (and read back) before the task started, off after it ended.
+    tis = task_instances(run)
+    on = tis["enable_maintenance"].xcom_pull(task_ids="enable_maintenance")
+    off = tis["disable_maintenance"].xcom_pull(task_ids="disable_maintenance")
+    spark = tis["detect_repair_verify"]
+    assert on["enabled"] is True and DAG_ID in on["reason"]
+    assert instant(on["since"]) <= spark.start_date and spark.end_date <= instant(off["since"])
+    assert off["enabled"] is False
+    assert webadmin_get(maintenance_webadmin, "/maintenance")["enabled"] is False
+
+    run, states, summary = run_dag(DAG_ID)
+    assert run.state == "success", states
+    assert summary["detected"] == {}
+
+
+def test_maintenance_mode_is_switched_off_even_when_the_repair_task_fails(
+        maintenance_airflow, maintenance_webadmin, maintenance_keyspace):
+    session = maintenance_keyspace
+    seeded = seed_mailboxes(session, users=2, per_user=3)
+    broken = break_mailboxes(session, seeded, orphan_paths=1, ghosts=1)
+    (ghost, live, path), = broken.ghosts
+
+    run, states, _ = run_dag(DAG_ID)
+    assert run.state == "failed", states
+    # The Spark task itself failed (the job ends PARTIAL: exit status 1), on every attempt.
+    assert states["detect_repair_verify"] == "failed" and states["report"] == "failed"
+    assert states["enable_maintenance"] == "success" and states["disable_maintenance"] == "success"
+    assert webadmin_get(maintenance_webadmin, "/maintenance")["enabled"] is False
+    off = task_instances(run)["disable_maintenance"].xcom_pull(task_ids="disable_maintenance")
+    assert off["enabled"] is False
+
+    # What could be fixed was fixed; the ghost was left for an administrator.
+    rows, paths = mailbox_tables(session)
+    orphan, = broken.by_kind["orphanMailboxPathDAOEntry"]
+    assert orphan.value in rows
+    assert rows[ghost.value][2] == path.name and paths[(path.namespace, str(path.user), path.name)][0] == live.value
+    assert broken.by_kind[GHOST_CONFLICT] == [ghost]

@@ -1,0 +1,44 @@
+"""The mailbox repair DAG's shape: maintenance mode wraps the Spark job as setup/teardown; params validated."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+DAG_ID = "solve_mailbox_inconsistencies"
+
+
+@pytest.fixture(scope="module")
+def dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    assert not bag.import_errors
+    return bag.get_dag(DAG_ID)
+
+
+def test_the_spark_job_runs_between_maintenance_on_as_setup_and_off_as_teardown(dag):
+    enable, disable = dag.get_task("enable_maintenance"), dag.get_task("disable_maintenance")
+    spark, report = dag.get_task("detect_repair_verify"), dag.get_task("report")
+    assert enable.is_setup and disable.is_teardown
+    assert enable.task_id in disable.upstream_task_ids        # a teardown runs once its setup ran
+    assert spark.upstream_task_ids == {enable.task_id} and report.task_id in disable.upstream_task_ids
+    assert dag.get_task("backends_healthy").downstream_task_ids == {enable.task_id}
+
+
+def test_max_iterations_becomes_the_job_option_and_is_validated(dag):
+    import importlib.util
+
+    from airflow.sdk import Param
+
+    path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py")
+    spec = importlib.util.spec_from_file_location(f"{DAG_ID}_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.job_args({"max_iterations": 3}) == ["--max-iterations", "3"]
+    schema = dag.params.get_param("max_iterations").schema
+    for bad in (0, -1, "two"):
+        with pytest.raises(Exception):  # noqa: B017 - jsonschema's or Airflow's validation error
+            Param(bad, **schema).resolve()
+    assert Param(2, **schema).resolve() == 2
