@@ -174,7 +174,8 @@ class WebAdminRole(Role):
                                   health_checks=webadmin_checks(backends, lifecycle), guard=backends.guard,
                                   metrics=backends.metrics, queues=backends.queues,
                                   repositories=backends.repositories, contents=backends.contents,
-                                  tasks=tasks.manager, schema_versions=tasks.schema_versions)
+                                  tasks=tasks.manager, schema_versions=tasks.schema_versions,
+                                  dag_runs=tasks.dag_runs)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mailserver.airflow.http import HttpDagRuns
+from mailserver.airflow.settings import AirflowSettings
 from mailserver.mailets.config import load as load_spec
 from mailserver.mailets.container import MailetContainer, build, postmaster_address
 from mailserver.mailets.context import MailetContext
@@ -23,6 +25,7 @@ from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.roles import OutgoingRole, Role, SmtpRole, SpoolerRole, TasksRole, WebAdminRole
 from mailserver.runtime.settings import ServeSettings
+from mailserver.tasks.builtin.dag_run import Polling
 from mailserver.tasks.wiring import TaskSettings, cassandra_services
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,16 @@ def mailet_container(settings: ServeSettings, backends: Backends) -> MailetConta
                             postmaster=postmaster_address(spec), hostname=settings.smtp.hostname,
                             metrics=backends.metrics)
     return build(spec, context)
+
+
+def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Polling | None]:
+    """The Airflow the maintenance procedures run on, or (None, None) when it is not configured."""
+    settings = AirflowSettings.from_env(env)
+    if settings is None:
+        log.info("Airflow is not configured (MAILSERVER_AIRFLOW_URL): maintenance procedure routes answer 503")
+        return None, None
+    log.info("maintenance procedures run as DAG runs of the Airflow at %s", settings.url)
+    return HttpDagRuns(settings), Polling(settings.poll_interval, settings.unreachable_timeout)
 
 
 START_ORDER = ("tasks", "webadmin", "spooler", "outgoing", "smtp")
@@ -81,8 +94,10 @@ class Server:
         self.monitor = HealthMonitor(backends.mail_path_checks, interval=s.health_interval,
                                      metrics=backends.metrics).start()
         task_settings = TaskSettings.from_env({**self.env, "MAILSERVER_NODE_NAME": s.node_name})
+        dag_runs, polling = airflow_dag_runs(self.env)
         tasks = cassandra_services(backends.session, task_settings, queues=backends.queues,
-                                   repositories=backends.repositories, metrics=backends.metrics)
+                                   repositories=backends.repositories, metrics=backends.metrics,
+                                   dag_runs=dag_runs, polling=polling)
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
             "tasks": lambda: TasksRole(tasks),

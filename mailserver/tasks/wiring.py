@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.observability.metrics import Metrics
@@ -28,6 +29,10 @@ from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.manager import TaskManager, default_node_name
 from mailserver.tasks.registry import TaskRegistry
 from mailserver.tasks.store import TaskStore
+
+if TYPE_CHECKING:
+    from mailserver.airflow.api import DagRuns
+    from mailserver.tasks.builtin.dag_run import Polling
 
 
 @dataclass(frozen=True)
@@ -55,24 +60,29 @@ class TaskServices:
     worker: w.TaskWorker
     registry: TaskRegistry
     schema_versions: SchemaVersions | None
+    dag_runs: DagRuns | None = None   # Airflow, when configured: the maintenance procedures run there
 
 
 def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory | None = None,
           repositories: MailRepositoryStore | None = None, schema_versions: SchemaVersions | None = None,
-          metrics: Metrics | None = None) -> TaskServices:
+          metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
+          polling: Polling | None = None) -> TaskServices:
     """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
-                                schema_versions=schema_versions)
+                                schema_versions=schema_versions, dag_runs=dag_runs, polling=polling)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
                           heartbeat_timeout=settings.heartbeat_timeout, parallelism=settings.parallelism,
                           metrics=metrics)
-    return TaskServices(TaskManager(store, settings.node, metrics=metrics), worker, registry, schema_versions)
+    return TaskServices(TaskManager(store, settings.node, metrics=metrics), worker, registry, schema_versions,
+                        dag_runs)
 
 
 def cassandra_services(session: CassandraSession, settings: TaskSettings | None = None, *,
                        queues: MailQueueFactory | None = None, repositories: MailRepositoryStore | None = None,
-                       metrics: Metrics | None = None) -> TaskServices:
+                       metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
+                       polling: Polling | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
     return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
-                 repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics)
+                 repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
+                 dag_runs=dag_runs, polling=polling)

@@ -31,6 +31,7 @@ from mailserver.webadmin.routes import (
     mail_repositories,
     maintenance,
     mappings,
+    procedures,
     tasks,
     users,
 )
@@ -68,7 +69,9 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     if ctx.repositories is not None:
         app.include_router(mail_repositories.router(ctx.repositories, ctx.tasks, ctx.queues, ctx.contents))
     if ctx.schema_versions is not None:
-        app.include_router(cassandra_version.router(ctx.schema_versions, ctx.tasks))
+        app.include_router(cassandra_version.router(ctx.schema_versions, ctx.tasks, ctx.dag_runs))
+    if ctx.tasks is not None:   # the maintenance procedures: DAG runs (503 while Airflow is not configured)
+        app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users))
 
     @app.get("/metrics", tags=["metrics"], summary="Prometheus exposition (public)")
     def scrape() -> Response:

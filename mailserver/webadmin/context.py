@@ -15,6 +15,7 @@ from mailserver.users.api import UsersRepository
 from mailserver.webadmin.auth import AuthConfig
 
 if TYPE_CHECKING:   # type hints only: the context stays importable without the optional packages
+    from mailserver.airflow.api import DagRuns
     from mailserver.queue.api import MailQueueFactory
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore
@@ -40,6 +41,8 @@ class WebAdminContext:
     contents: MimeMessageStore | None = None            # reads blob-backed mails (.eml, headers, bodies)
     tasks: TaskManager | None = None                    # /tasks and every task-creating route
     schema_versions: SchemaVersions | None = None       # /cassandra/version
+    # Airflow, where the maintenance procedures run; None: their routes answer 503 (not configured).
+    dag_runs: DagRuns | None = None
 
     def __post_init__(self) -> None:
         if self.guard is None:

@@ -162,3 +162,24 @@ class Airflow(Service):
         except (OSError, ValueError):
             return None
         return data.get(self.settings.credentials.airflow_user)
+
+    def ensure_admin_password(self) -> str:
+        """The admin's password, written now into the simple auth manager's file when it is not there yet.
+
+        The mail server starts before Airflow and needs it to trigger DAG runs; the auth manager
+        keeps a password it finds in its file and only generates the missing ones.
+        """
+        existing = self.admin_password()
+        if existing:
+            return existing
+        try:
+            data = json.loads(self.passwords_file.read_text()) if self.passwords_file.exists() else {}
+        except ValueError:
+            data = {}
+        password = secrets.token_urlsafe(16)
+        data[self.settings.credentials.airflow_user] = password
+        self.home.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.passwords_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(data) + "\n")
+        return password

@@ -1,7 +1,9 @@
 """The mail server itself (``mailserver serve``, every role) over the stack's backends.
 
 Its WebAdmin password is generated on first start and kept in ``.stack/mailserver/`` (mode
-0600); Airflow's ``webadmin_default`` connection reads it from there.
+0600); Airflow's ``webadmin_default`` connection reads it from there. The other way round, the
+mail server triggers the maintenance DAGs with the Airflow admin's password, which the stack
+writes into the auth manager's file before either starts (the mail server starts first).
 """
 
 from __future__ import annotations
@@ -51,8 +53,19 @@ class MailServer(Service):
             "MAILSERVER_WEBADMIN_HOST": s.host,
             "MAILSERVER_WEBADMIN_PORT": str(s.ports.webadmin),
             "MAILSERVER_WEBADMIN_PASSWORD": self.webadmin_password() or "",
+            **self.airflow_env(),
         })
         return env
+
+    def airflow_env(self) -> dict[str, str]:
+        """Where the maintenance procedures run: the stack's Airflow api-server and its admin account."""
+        # Imported here: airflow.py imports this module.
+        from .airflow import Airflow
+
+        s = self.settings
+        return {"MAILSERVER_AIRFLOW_URL": f"http://{s.host}:{s.ports.airflow}",
+                "MAILSERVER_AIRFLOW_USERNAME": s.credentials.airflow_user,
+                "MAILSERVER_AIRFLOW_PASSWORD": Airflow(s).ensure_admin_password()}
 
     def start(self) -> None:
         # The stack recognises its processes by their command line naming the stack's root: the

@@ -21,7 +21,7 @@ from mailserver.cassandra.migrations.runner import (
 from mailserver.cassandra.session import CassandraSession
 from mailserver.cassandra.versions import LATEST, SchemaVersionDAO
 from mailserver.tasks.api import Result, Task
-from mailserver.tasks.registry import TaskRegistry
+from mailserver.tasks.registry import TaskFactory, TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -69,5 +69,9 @@ class CassandraMigrationTask(Task):
         return {"toVersion": self.to_version}
 
 
+def factory(versions: SchemaVersions) -> TaskFactory:
+    return lambda p: CassandraMigrationTask(versions, int(p["toVersion"]))
+
+
 def register(registry: TaskRegistry, versions: SchemaVersions) -> None:
-    registry.register(CassandraMigrationTask.type, lambda p: CassandraMigrationTask(versions, int(p["toVersion"])))
+    registry.register(CassandraMigrationTask.type, factory(versions))

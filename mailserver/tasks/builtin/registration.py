@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mailserver.queue.api import MailQueueFactory
 from mailserver.repository.api import MailRepositoryStore
 from mailserver.tasks.builtin import mailqueue, mailrepository, migration
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.registry import TaskRegistry
 
+if TYPE_CHECKING:
+    from mailserver.airflow.api import DagRuns
+    from mailserver.tasks.builtin.dag_run import Polling
+
 
 def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None = None,
                      repositories: MailRepositoryStore | None = None,
-                     schema_versions: SchemaVersions | None = None) -> TaskRegistry:
-    """Register the types whose collaborators this node has (a node runs what it can build)."""
+                     schema_versions: SchemaVersions | None = None, dag_runs: DagRuns | None = None,
+                     polling: Polling | None = None) -> TaskRegistry:
+    """Register the types whose collaborators this node has (a node runs what it can build).
+
+    With ``dag_runs`` (Airflow configured), the maintenance procedures are DAG runs; a schema
+    migration submitted without Airflow still runs in-process on such a node.
+    """
     if queues is not None:
         mailqueue.register(registry, queues)
     if repositories is not None:
         mailrepository.register(registry, repositories, queues)
     if schema_versions is not None:
         migration.register(registry, schema_versions)
+    if dag_runs is not None:
+        from mailserver.tasks.builtin import dag_run
+
+        local = {migration.CassandraMigrationTask.type: migration.factory(schema_versions)} if schema_versions else {}
+        dag_run.register(registry, dag_runs, polling or dag_run.Polling(), in_process=local)
     return registry

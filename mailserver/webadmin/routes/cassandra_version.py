@@ -12,6 +12,10 @@ import re
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from mailserver.airflow.api import DagRuns
+from mailserver.airflow.procedures import CASSANDRA_MIGRATION
+from mailserver.tasks.api import Task
+from mailserver.tasks.builtin.dag_run import DagRunTask
 from mailserver.tasks.builtin.migration import CassandraMigrationTask, SchemaVersions
 from mailserver.tasks.manager import TaskManager
 from mailserver.webadmin.errors import bad_request, conflict
@@ -20,8 +24,15 @@ from mailserver.webadmin.routes.tasks import submitted
 _INTEGER = re.compile(r"\s*[+-]?[0-9]{1,10}\s*")
 
 
-def router(versions: SchemaVersions, tasks: TaskManager | None) -> APIRouter:
+def router(versions: SchemaVersions, tasks: TaskManager | None, dag_runs: DagRuns | None = None) -> APIRouter:
+    """With ``dag_runs`` (Airflow configured) upgrades are runs of the ``cassandra_schema_migration``
+    DAG (same task type and ``toVersion``); without, they run in-process on a task worker."""
     api = APIRouter(tags=["cassandra"])
+
+    def migration(target: int) -> Task:
+        if dag_runs is None:
+            return CassandraMigrationTask(versions, target)
+        return DagRunTask.submit(dag_runs, CASSANDRA_MIGRATION, CASSANDRA_MIGRATION.conf({}, body=str(target)))
 
     @api.get("/cassandra/version", summary="Current schema version (null when unknown)")
     def current() -> dict[str, int | None]:
@@ -42,7 +53,7 @@ def router(versions: SchemaVersions, tasks: TaskManager | None) -> APIRouter:
         target = int(raw)
         if target <= 0:
             raise bad_request("Version should be strictly positive")
-        return submitted(await run_in_threadpool(tasks.submit, CassandraMigrationTask(versions, target)))
+        return submitted(await run_in_threadpool(tasks.submit, migration(target)))
 
     @api.post("/cassandra/version/upgrade/latest", status_code=201, summary="Task upgrading to the latest version")
     def upgrade_latest() -> Response:
@@ -50,6 +61,6 @@ def router(versions: SchemaVersions, tasks: TaskManager | None) -> APIRouter:
         if missing:
             raise conflict("The migration requested can not be performed",
                            f"No migration to version(s) {missing}")
-        return submitted(tasks.submit(CassandraMigrationTask(versions, versions.latest)))
+        return submitted(tasks.submit(migration(versions.latest)))
 
     return api

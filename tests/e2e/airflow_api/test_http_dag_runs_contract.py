@@ -1,0 +1,60 @@
+"""The Airflow REST API adapter against the contract the memory adapter also passes, on the stack's Airflow.
+
+The DAG is the message-inconsistency repair in dry run, scoped to a user nobody has: a real
+run (health sensor, Spark, report) that reads little and writes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mailserver.airflow.http import HttpDagRuns
+from tests.contract.dag_runs_contract import DagRunsContract
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+
+@pytest.fixture
+def dag_runs(http_dag_runs) -> HttpDagRuns:
+    return http_dag_runs
+
+
+@pytest.fixture
+def dag_id() -> str:
+    return "solve_message_inconsistencies"
+
+
+@pytest.fixture
+def conf() -> dict:
+    return {"dry_run": True, "user": f"contract-{uuid.uuid4().hex[:8]}@nobody.test"}
+
+
+@pytest.fixture
+def declared() -> set[str]:
+    return {"dry_run", "rate", "slices", "user", "mailbox_ids"}
+
+
+@pytest.fixture
+def finish_timeout() -> float:
+    return 1200.0   # a Spark run on two shared cores, maybe behind another run (max_active_runs=1)
+
+
+class TestHttpDagRuns(DagRunsContract):
+    pause = 5.0
+
+    def test_a_refused_token_is_renewed(self, dag_runs, dag_id):
+        dag_runs.dag(dag_id)
+        dag_runs._token = "not-a-jwt"   # what a restarted api-server (new secret) makes of the cached one
+        assert dag_runs.dag(dag_id).dag_id == dag_id
+        assert dag_runs._token != "not-a-jwt"
+
+    def test_wrong_credentials_are_a_clear_error(self, airflow_settings, dag_id):
+        from dataclasses import replace
+
+        from mailserver.airflow.api import AirflowError
+
+        runs = HttpDagRuns(replace(airflow_settings, password="wrong"))
+        with pytest.raises(AirflowError, match="refused the credentials of 'admin'"):
+            runs.dag(dag_id)

@@ -1,0 +1,48 @@
+"""The stack's Airflow for tests that trigger real DAG runs (scheduler, LocalExecutor, PostgreSQL).
+
+``stack_airflow`` starts what a DAG run needs through the stack manager (idempotent: services
+already running are left alone, never restarted): the backends, PostgreSQL, the stack's mail
+server (the DAGs' health sensor asks its WebAdmin) and Airflow. Its connections point at
+``james_keyspace``, so tests seed there with unique users and assert on their own data.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from include.connections import DEFAULT_KEYSPACE
+from include.stack.manager import BACKENDS, StackManager
+from include.stack.services.airflow import Airflow
+from mailserver.airflow.settings import AirflowSettings
+
+STACK_KEYSPACE = DEFAULT_KEYSPACE
+NEEDED = (*BACKENDS, "postgres", "mailserver", "airflow")
+
+
+def stack_airflow() -> AirflowSettings:
+    manager = StackManager(log=lambda _msg: None)
+    manager.up(NEEDED)
+    airflow = manager.services["airflow"]
+    assert isinstance(airflow, Airflow)
+    s = manager.settings
+    password = airflow.admin_password()
+    assert password, f"no admin password in {airflow.passwords_file}"
+    return AirflowSettings(f"http://{s.host}:{s.ports.airflow}", s.credentials.airflow_user, password,
+                           poll_interval=3.0, unreachable_timeout=120.0)
+
+
+def api(settings: AirflowSettings) -> httpx.Client:
+    """A client of Airflow's REST API as an operator's script would use it (its own token)."""
+    token = httpx.post(f"{settings.url}/auth/token", json={"username": settings.username,
+                                                           "password": settings.password}, timeout=30)
+    token.raise_for_status()
+    return httpx.Client(base_url=settings.url, timeout=30,
+                        headers={"Authorization": f"Bearer {token.json()['access_token']}"})
+
+
+def unpause(settings: AirflowSettings, dag_id: str) -> None:
+    """A DAG is paused when Airflow first sees it: an operator unpauses it once before using it."""
+    with api(settings) as client:
+        response = client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+        response.raise_for_status()
+        assert response.json()["is_paused"] is False
