@@ -1,0 +1,130 @@
+"""The Cassandra schema migration DAG run by Airflow (``dag.test()``) on a keyspace at version 10.
+
+The 10 -> 11 step runs as a backfill over three months: ``airflow backfill create --dry-run``
+shows the three monthly runs the DAG's schedule makes, and each month's run is executed with
+``dag.test()`` for the same data interval (a backfill run's interval starts at its logical date;
+a ``dag.test()`` run's interval ends at its logical date, hence the next month as logical date).
+Each slice completes its month only and never bumps the version; the final manual run checks
+every date, bumps to 11 and runs 11 -> 15. Everything is checked with CQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from include.connections import airflow_connections
+from mailserver.cassandra.versions import LATEST
+from tests.e2e.maintenance.conftest import load_dag
+from tests.integration.cassandra.test_schema_versions import quota_rows
+from tests.support.cassandra_migration import (
+    MONTHS,
+    all_complete,
+    incomplete_by_month,
+    rows_digest,
+    v10_keyspace,
+    versions,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark,
+              pytest.mark.timeout(3600)]  # several Spark runs per test on a shared 2-core host
+
+DAG_ID = "cassandra_schema_migration"
+SLICE_TASKS = ("migrate_slice", "slice_report")
+TRANSITIONS = tuple(f"to_{v}" for v in range(11, LATEST + 1))
+
+
+@pytest.fixture
+def v10_airflow(maintenance_airflow, stack, cassandra_config, unique, monkeypatch):
+    """A keyspace at version 10 of its own, named by ``cassandra_default`` for this test only."""
+    with v10_keyspace(cassandra_config, f"v10dag_{unique}") as (session, data):
+        conns = airflow_connections(stack, keyspace=session.keyspace)
+        monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", conns["AIRFLOW_CONN_CASSANDRA_DEFAULT"])
+        yield session, data
+
+
+def run(**kwargs):
+    # A fresh DAG object per run, as a worker would parse it: dag.test() leaves the conf in the params.
+    dag_run = load_dag(DAG_ID).test(**kwargs)
+    tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
+    return dag_run, {k: ti.state for k, ti in tis.items()}, tis
+
+
+def backfill_dry_run(start, end) -> str:
+    """What ``airflow backfill create`` would create (the CLI of the DAG's doc), without a scheduler."""
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "airflow"), "backfill", "create", "--dag-id", DAG_ID,
+         "--from-date", start.isoformat(), "--to-date", end.isoformat(), "--reprocess-behavior", "completed",
+         "--dry-run"], capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_a_v10_keyspace_reaches_the_latest_version_with_10_to_11_backfilled_by_month(v10_airflow):
+    s, data = v10_airflow
+    before = incomplete_by_month(s)
+    months = [f"{start:%Y-%m}" for start, _ in MONTHS]
+    assert set(before) == set(months)
+
+    for done, (start, end) in enumerate(MONTHS):
+        untouched = set(months[done + 1:])
+        digest = rows_digest(s, untouched)
+        dag_run, states, tis = run(logical_date=end, run_conf={"mode": "slice", "slices": 2})
+        assert dag_run.state == "success", states
+        assert (dag_run.data_interval_start, dag_run.data_interval_end) == (start, end)
+        assert all(states[t] == "success" for t in ("backends_healthy", "plan", *SLICE_TASKS, "summary")), states
+        assert all(states[t] == "skipped" for t in ("denormalize_all", *TRANSITIONS)), states
+        report = tis["slice_report"].xcom_pull(task_ids="slice_report")
+        assert report["processed"] == before[months[done]]
+        assert report["fixed_message_id"] + report["fixed_imap_uid"] == before[months[done]]
+        assert incomplete_by_month(s) == {m: before[m] for m in untouched}
+        assert rows_digest(s, untouched) == digest
+        assert versions(s) == [10], "a slice must never bump the version"
+
+    # Every rule of the backfill CLI the doc gives: three monthly runs for Jan 1st .. Mar 1st.
+    listed = backfill_dry_run(MONTHS[0][0], MONTHS[2][0])
+    assert all(f"{start:%Y-%m-%d}" in listed for start, _ in MONTHS), listed
+    assert f"{MONTHS[2][1]:%Y-%m-%d}" not in listed, listed
+
+    dag_run, states, tis = run(run_conf={"slices": 2})   # manual run, mode auto: the upgrade
+    assert dag_run.state == "success", states
+    assert all(states[t] == "success" for t in ("denormalize_all", *TRANSITIONS, "summary")), states
+    assert all(states[t] == "skipped" for t in SLICE_TASKS), states
+    summary = tis["summary"].xcom_pull(task_ids="summary")
+    assert (summary["fromVersion"], summary["toVersion"], summary["mode"]) == (10, LATEST, "upgrade")
+    assert summary["migrations"]["11"]["counters"]["processed"] == 0   # the slices had done everything
+    assert versions(s) == [10, *range(11, LATEST + 1)]                 # one bump per completed migration
+    assert incomplete_by_month(s) == {}
+    assert all_complete(s, data)
+    # 11 -> 12 .. 14 -> 15 ran too: legacy quotas are in the new tables.
+    quotas = quota_rows(s)
+    assert quotas["current"][("#private&bob@example.com@example.com", "MAILBOX", "count")] == 3
+    assert quotas["limits"][("user", "bob@example.com", "SIEVE", "size")] == 2000
+    attachments = {r["id"]: r["message_id"] for r in s.execute("SELECT id, message_id FROM attachmentV2")}
+    assert attachments["att-1"] == data.base["jan1"]["messageid"]
+
+    # At the latest version: a slice has nothing to do, an upgrade neither.
+    dag_run, states, _ = run(logical_date=MONTHS[0][1], run_conf={"mode": "slice"})
+    assert dag_run.state == "success" and states["migrate_slice"] == "skipped", states
+    dag_run, states, _ = run()
+    assert dag_run.state == "success", states
+    assert all(states[t] == "skipped" for t in ("denormalize_all", *TRANSITIONS)), states
+    assert versions(s) == [10, *range(11, LATEST + 1)]
+
+
+def test_a_target_version_stops_there_and_a_bad_target_is_refused(v10_airflow):
+    s, _ = v10_airflow
+    with pytest.raises(Exception, match=r"target_version|maximum|16"):
+        load_dag(DAG_ID).test(run_conf={"target_version": 16})
+
+    dag_run, states, _ = run(run_conf={"target_version": 11, "slices": 2})
+    assert dag_run.state == "success", states
+    assert states["to_11"] == "success" and all(states[f"to_{v}"] == "skipped" for v in range(12, LATEST + 1))
+    assert versions(s) == [10, 11]
+    assert incomplete_by_month(s) == {}
+    assert json.loads(os.environ["AIRFLOW_CONN_CASSANDRA_DEFAULT"])["schema"] == s.keyspace
