@@ -1,9 +1,7 @@
-"""The mailbox-counters Spark job through spark-submit, on counters broken by the fault seam.
-
-Checked with CQL by the test, never by the job: counters equal to what was seeded, the stored
-counters equal to what ``imapUidTable`` holds afterwards, dry runs that write nothing, a second
-run that finds nothing; and the repair recomputing at repair time (what changed since the
-detection counts) and never bringing back the counters of a deleted mailbox.
+"""The mailbox-counters repair of one mailbox: it recomputes at repair time (what changed since
+the detection counts) and never brings back the counters of a deleted mailbox. The whole job
+(counters, trusting the projection or not, dry run, second run) is shown through Airflow in
+``tests/e2e/maintenance/test_recompute_mailbox_counters_dag.py``.
 """
 
 from __future__ import annotations
@@ -18,66 +16,14 @@ from spark_apps.common.cql import CqlEndpoint
 from spark_apps.common.procedure import FIXED, SKIPPED
 from spark_apps.jobs.recompute_mailbox_counters import OUTDATED, RecomputeMailboxCounters
 from tests.support.counters_maintenance import (
-    break_counters,
-    counters_from_truth,
-    counters_match_truth,
     stored_counters,
 )
-from tests.support.maintenance import fail_once, metadata, report_of, seed_mail, spark_submit, table_checksum
+from tests.support.maintenance import fail_once, metadata
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 JOB = "recompute_mailbox_counters"
 WRITTEN = ("mailboxCounters", "imapUidTable", "messageIdTable", "mailbox")
-
-
-def job_args(session, stack, *extra: str) -> list[str]:
-    return ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
-            "--keyspace", session.keyspace, *extra]
-
-
-@pytest.fixture
-def broken(maintenance_keyspace):
-    """8 wrong mailboxes out of 9: 7 lost counter updates, 1 expunge stopped before messageIdTable."""
-    session = maintenance_keyspace
-    seeded = seed_mail(session, users=3, mailboxes_per_user=3, messages_per_mailbox=20)
-    broken = break_counters(session, seeded, appends=3, flag_changes=2, expunges=2, projection_orphans=1)
-    truth, stored = counters_from_truth(session), stored_counters(session)
-    assert sum(1 for k, v in truth.items() if stored.get(k) != v) == 8
-    return broken
-
-
-def test_dry_runs_write_nothing_and_only_checking_the_truth_sees_a_projection_orphan(
-        stack, spark_env, maintenance_keyspace, broken):
-    session = maintenance_keyspace
-    before = table_checksum(session, *WRITTEN)
-    trusting = spark_submit(JOB, job_args(session, stack, "--dry-run", "--trust-message-projection"), spark_env)
-    assert trusting.returncode == 0, trusting.stderr[-4000:]
-    report = report_of(trusting.stdout)
-    # trusting messageIdTable, the mailbox whose expunge stopped before the projection looks right
-    assert report["detected"] == {OUTDATED: 7} and report["runningOptions"] == {"trustMessageProjection": True}
-    assert {i["mailboxid"] for i in report["detectedItems"]} == {str(m.value) for m in broken.counters}
-    assert (report["outcome"], report["processedMailboxes"], report["failedMailboxes"]) == ("DRY_RUN", 9, [])
-    dry = spark_submit(JOB, job_args(session, stack, "--dry-run"), spark_env)
-    assert dry.returncode == 0, dry.stderr[-4000:]
-    assert report_of(dry.stdout)["detected"] == {OUTDATED: 8}
-    assert table_checksum(session, *WRITTEN) == before
-
-
-def test_the_repair_makes_every_counter_equal_the_truth_and_a_second_run_finds_nothing(
-        stack, spark_env, maintenance_keyspace, broken):
-    session = maintenance_keyspace
-    fixed = spark_submit(JOB, job_args(session, stack, "--slices", "4"), spark_env)
-    assert fixed.returncode == 0, fixed.stderr[-4000:]
-    report = report_of(fixed.stdout)
-    assert report["type"] == "recompute-mailbox-counters" and report["detected"] == {OUTDATED: 8}
-    assert (report["processedMailboxes"], report["failedMailboxes"], report["recomputedMailboxes"]) == (9, [], 8)
-    assert report["outcome"] == "COMPLETED" and report["remaining"] == {}
-    counters_match_truth(session)
-
-    again = spark_submit(JOB, job_args(session, stack), spark_env)
-    assert again.returncode == 0, again.stderr[-4000:]
-    assert report_of(again.stdout)["detected"] == {}
 
 
 def test_the_repair_recomputes_at_repair_time_and_applies_the_difference(stack, maintenance_keyspace):

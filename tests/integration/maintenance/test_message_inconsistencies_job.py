@@ -1,8 +1,8 @@
-"""The message-inconsistency Spark job through spark-submit, on data broken by the fault seam.
+"""The message-inconsistency Spark job through spark-submit: a killed repair resumes from its checkpoints.
 
-Checked with CQL by the test, never by the job: counters equal to what was seeded, the
-projection equal to the truth afterwards, a dry run that writes nothing, a second run that
-finds nothing, and a run killed mid-repair that resumes from its checkpoints.
+Counters, dry run and second run are shown through Airflow in
+``tests/e2e/maintenance/test_solve_message_inconsistencies_dag.py`` (the same job: the suite runs
+each Spark scenario once). Checked with CQL by the test, never by the job.
 """
 
 from __future__ import annotations
@@ -19,14 +19,12 @@ from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.cassandra_messages import CassandraMessageStore
 from mailserver.model.flags import Flags, SystemFlag
 from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
-from spark_apps.common.reports import ReportLocation, read_report, s3_client
 from tests.support.maintenance import (
     fail_once,
     metadata,
     report_of,
     seed_mail,
     spark_submit,
-    table_checksum,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -61,51 +59,6 @@ def break_messages(session: CassandraSession, seeded, *, added: int, removed: in
 def job_args(session: CassandraSession, stack, *extra: str) -> list[str]:
     return ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
             "--keyspace", session.keyspace, *extra]
-
-
-@pytest.fixture
-def broken(maintenance_keyspace):
-    seeded = seed_mail(maintenance_keyspace, users=3, mailboxes_per_user=3, messages_per_mailbox=40)
-    break_messages(maintenance_keyspace, seeded, added=5, removed=4, outdated=3)
-    return seeded
-
-
-def test_dry_run_reports_and_writes_nothing_then_repair_fixes_exactly_what_was_broken(
-        stack, spark_env, maintenance_keyspace, broken):
-    session = maintenance_keyspace
-    truth_rows = len(session.execute("SELECT uid FROM imapUidTable"))
-    projection_rows = len(session.execute("SELECT uid FROM messageIdTable"))
-    before = table_checksum(session, "imapUidTable", "messageIdTable")
-    dry = spark_submit(JOB, job_args(session, stack, "--dry-run"), spark_env)
-    assert dry.returncode == 0, dry.stderr[-4000:]
-    assert report_of(dry.stdout)["detected"] == {"orphanImapUidEntry": 5, "orphanMessageIdEntry": 4,
-                                                 "outdatedMessageIdEntry": 3}
-    assert table_checksum(session, "imapUidTable", "messageIdTable") == before
-
-    run_key = f"test-{uuid.uuid4().hex[:8]}"
-    fixed = spark_submit(JOB, job_args(session, stack, "--run-key", run_key, "--triggered-by", "pytest"), spark_env)
-    assert fixed.returncode == 0, fixed.stderr[-4000:]
-    report = report_of(fixed.stdout)
-    assert (report["addedMessageIdEntries"], report["removedMessageIdEntries"],
-            report["updatedMessageIdEntries"]) == (5, 4, 3)
-    assert report["processedImapUidEntries"] == truth_rows
-    assert report["processedMessageIdEntries"] == projection_rows
-    assert projection_rows - truth_rows == 4 - 5   # 4 orphan projection rows, 5 missing ones
-    assert report["errors"] == [] and report["outcome"] == "COMPLETED" and report["remaining"] == {}
-    assert len(report["fixedInconsistencies"]) == 12
-    projection_equals_truth(session)
-
-    # the same report is in S3, and the audit row says who ran what and how it ended
-    stored = read_report(ReportLocation.for_run("solve-message-inconsistencies", run_key), s3_client(spark_env))
-    assert stored["addedMessageIdEntries"] == 5
-    audit = session.one("SELECT triggered_by, outcome, counts_before, counts_after FROM maintenance_audit "
-                        "WHERE job = 'solve-message-inconsistencies' AND run_key = ? ALLOW FILTERING", (run_key,))
-    assert audit["triggered_by"] == "pytest" and audit["outcome"] == "COMPLETED"
-    assert '"orphanImapUidEntry": 5' in audit["counts_before"] and audit["counts_after"] == "{}"
-
-    again = spark_submit(JOB, job_args(session, stack), spark_env)
-    assert again.returncode == 0, again.stderr[-4000:]
-    assert report_of(again.stdout)["detected"] == {}
 
 
 def test_a_killed_repair_resumes_and_skips_the_slices_already_done(stack, spark_env, maintenance_keyspace):
