@@ -21,10 +21,12 @@ REPAIR_DAGS = {
     "mailboxes": "solve_mailbox_inconsistencies",
     "mappings_sources": "solve_mappings_sources_inconsistencies",
     "mailbox_counters": "recompute_mailbox_counters",
+    "current_quotas": "recompute_current_quotas",
+    "fast_view": "recompute_fast_view_projection",
 }
 # Safe with traffic on, so the scan may start them by itself (the guide: "can be run online").
 # The others run with the server offline or advised so: the scan reports them, an operator schedules them.
-UNATTENDED_BY_DEFAULT = ["messages", "mappings_sources"]
+UNATTENDED_BY_DEFAULT = ["fast_view", "mappings_sources", "messages"]
 
 DOC = """
 ### Detect Cassandra inconsistencies (daily)

@@ -11,6 +11,11 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_DIR = PACKAGE_DIR / "jobs"
+REPO_DIR = PACKAGE_DIR.parent
+# Pure (stdlib-only) parts of the mail server that jobs reuse rather than copy: the fast view's
+# preview and the quota root names must be the server's own. They travel in the same zip.
+SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailserver/mailbox/__init__.py",
+                           "mailserver/mailbox/content.py")
 
 
 def job_path(job: str) -> Path:
@@ -29,4 +34,8 @@ def build_py_files(dest_dir: Path) -> Path:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
         for file in sorted(PACKAGE_DIR.rglob("*.py")):
             zf.write(file, Path("spark_apps") / file.relative_to(PACKAGE_DIR))
+        for shared in SHARED_MAILSERVER_FILES:
+            path = REPO_DIR / shared
+            for file in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+                zf.write(file, file.relative_to(REPO_DIR))
     return target

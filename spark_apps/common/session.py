@@ -44,6 +44,9 @@ def build_session(app_name: str, settings: JobSettings, extra_conf: dict[str, st
     jars = os.environ.get("SPARK_CONNECTOR_JARS", "")
     conf = {
         "spark.ui.enabled": "false",  # 4040 clashes between concurrent jobs on one host
+        # Connector splits prefer the Cassandra host; in local mode (or when executors are not on the
+        # Cassandra nodes) waiting for that locality stalled stages mixing them with cached blocks.
+        "spark.locality.wait": "0s",
         "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "4"),
         **cassandra_conf(settings),
         **(extra_conf or {}),

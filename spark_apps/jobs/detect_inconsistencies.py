@@ -39,6 +39,8 @@ PROCEDURES: dict[str, tuple[str, str]] = {
     "mappings_sources": ("spark_apps.jobs.solve_mappings_sources_inconsistencies",
                          "SolveMappingsSourcesInconsistencies"),
     "mailbox_counters": ("spark_apps.jobs.recompute_mailbox_counters", "RecomputeMailboxCounters"),
+    "current_quotas": ("spark_apps.jobs.recompute_current_quotas", "RecomputeCurrentQuotas"),
+    "fast_view": ("spark_apps.jobs.recompute_fast_view_projection", "RecomputeFastViewProjection"),
 }
 
 log = logging.getLogger("mailplatform.detect")

@@ -1,0 +1,55 @@
+"""The current-quota DAG run by Airflow (``dag.test()``): health gate, maintenance mode, Spark, report.
+
+Quotas broken by failed listener writes through the mailbox manager; checked with CQL by the
+test: the report's counters equal the broken roots, every quota equals its messages afterwards,
+maintenance mode is on during the repair and off at the end, and a second run finds nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.maintenance.conftest import load_dag, run_dag, webadmin_get
+from tests.integration.maintenance.test_current_quotas_job import QUOTA, break_quotas, quotas_equal_messages
+from tests.support.mail_projections import mailbox_context, seed_users
+from tests.support.maintenance import table_checksum
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+DAG_ID = "recompute_current_quotas"
+
+
+def test_dry_run_then_repair_in_maintenance_mode_then_nothing_left(maintenance_airflow, maintenance_webadmin,
+                                                                   maintenance_keyspace, s3_blobs):
+    session = maintenance_keyspace
+    ctx = mailbox_context(session, s3_blobs)
+    seeded = seed_users(ctx, session, users=3, inbox_messages=4, archive_messages=2)
+    broken = break_quotas(ctx, session, seeded)
+    before = table_checksum(session, QUOTA)
+
+    run, states, summary = run_dag(DAG_ID, {"dry_run": True})
+    assert run.state == "success", states
+    assert summary["outcome"] == "DRY_RUN" and summary["detected"] == {"outdatedCurrentQuota": len(broken)}
+    assert table_checksum(session, QUOTA) == before
+
+    run, states, summary = run_dag(DAG_ID, {"slices": 2})
+    assert run.state == "success", states
+    assert states == {"backends_healthy": "success", "enable_maintenance": "success",
+                      "detect_repair_verify": "success", "report": "success", "disable_maintenance": "success"}
+    assert summary["type"] == "recompute-current-quotas" and summary["outcome"] == "COMPLETED"
+    assert summary["recomputedQuotaRoots"] == 3 and summary["processedQuotaRoots"] == 3
+    assert summary["failedQuotaRoots"] == []
+    quotas_equal_messages(session, seeded.users)
+    # enable_maintenance ran before the repair (states above); the teardown switched it off again
+    assert webadmin_get(maintenance_webadmin, "/maintenance")["enabled"] is False
+
+    run, states, summary = run_dag(DAG_ID)
+    assert run.state == "success", states
+    assert summary["detected"] == {}
+
+
+@pytest.mark.parametrize("conf", [{"quota_components": ["SIEVE"]}, {"user": "not an address"},
+                                  {"quota_components": ["MAILBOX", "MAILBOX"]}])
+def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow, conf):
+    with pytest.raises(Exception, match=r"quota_components|user|not one of|not valid|non-unique|email"):
+        load_dag(DAG_ID).test(run_conf=conf)
