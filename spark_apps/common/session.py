@@ -8,6 +8,7 @@ the connector jars listed in ``SPARK_CONNECTOR_JARS`` and defaults the master to
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from spark_apps.common.settings import JobSettings
@@ -51,8 +52,11 @@ def build_session(app_name: str, settings: JobSettings, extra_conf: dict[str, st
         **cassandra_conf(settings),
         **(extra_conf or {}),
     }
-    if jars and not _launched_by_spark_submit():
-        conf["spark.jars"] = jars
+    if not _launched_by_spark_submit():
+        if jars:
+            conf["spark.jars"] = jars
+        # Python workers default to `python3` on PATH, which may not be this interpreter (its venv).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
