@@ -125,10 +125,14 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"mailserver exited with {self.process.returncode}:\n{self.tail()}")
-            if self.smtp_answers():
+            if self.ready():
                 return self
             time.sleep(0.3)
-        raise RuntimeError(f"mailserver did not answer SMTP within {timeout}s:\n{self.tail()}")
+        raise RuntimeError(f"mailserver was not ready within {timeout}s:\n{self.tail()}")
+
+    def ready(self) -> bool:
+        """Whether the server is up; by default its SMTP greeting (every role has started)."""
+        return self.smtp_answers()
 
     def smtp_answers(self) -> bool:
         """A greeting came (220, or 421 while in maintenance): every role has started."""
