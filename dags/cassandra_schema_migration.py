@@ -10,7 +10,7 @@ from typing import Any
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, chain, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.procedures import CASSANDRA_POOL, COMMON_PARAMS, check_report
+from mailplatform.procedures import CASSANDRA_POOL, COMMON_PARAMS, check_report, common_args
 from mailplatform.schema_migration import DENORMALIZATION_JOB, DENORMALIZED_VERSION, MODES
 from mailplatform.sensors.health import WebAdminHealthSensor
 
@@ -111,15 +111,7 @@ def _spark_args(scope: str):
     """Job arguments of the slice (its range) or of the full-range run; each with a run key of its own."""
 
     def args(context: Mapping[str, Any]) -> list[str]:
-        params = context["params"]
-        dag_run = context.get("dag_run")
-        who = getattr(dag_run, "triggering_user_name", None) or "scheduler"
-        result = ["--run-key", _run_key(context, scope), "--dag-id", context["dag"].dag_id,
-                  "--dag-run-id", context["run_id"], "--triggered-by", who, "--slices", str(params["slices"])]
-        if params.get("rate") is not None:
-            result += ["--rate", str(params["rate"])]
-        if params.get("dry_run"):
-            result.append("--dry-run")
+        result = common_args(context, _run_key(context, scope))
         if scope == "slice":
             plan = _plan_of(context)
             result += ["--from", plan["internal_date_from"], "--to", plan["internal_date_to"]]

@@ -10,7 +10,7 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, Param, task
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.procedures import CASSANDRA_COMPONENTS, CASSANDRA_POOL, run_key
+from mailplatform.procedures import CASSANDRA_COMPONENTS, CASSANDRA_POOL, run_identity_args, run_key
 from mailplatform.sensors.health import WebAdminHealthSensor
 
 JOB = "detect-cassandra-inconsistencies"
@@ -78,10 +78,7 @@ with DAG(
                                 deferrable=True, poke_interval=30, timeout=30 * 60)
 
     def scan_args(context: Mapping[str, Any]) -> list[str]:
-        dag_run = context.get("dag_run")
-        who = getattr(dag_run, "triggering_user_name", None) or "scheduler"
-        args = ["--run-key", run_key(context), "--dag-id", context["dag"].dag_id, "--dag-run-id", context["run_id"],
-                "--triggered-by", who]
+        args = run_identity_args(context)
         for name in context["params"]["procedures"]:
             args += ["--procedure", name]
         return args

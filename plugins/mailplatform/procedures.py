@@ -62,12 +62,18 @@ def run_key(context: Mapping[str, Any]) -> str:
     return f"{context['dag'].dag_id}/{context['run_id']}"
 
 
-def common_args(context: Mapping[str, Any]) -> list[str]:
-    params = context["params"]
+def run_identity_args(context: Mapping[str, Any], key: str | None = None) -> list[str]:
+    """Which run this is and who asked for it: the job's run key (checkpoints, report; the DAG run's
+    unless ``key`` says otherwise) and audit fields."""
     dag_run = context.get("dag_run")
     who = getattr(dag_run, "triggering_user_name", None) or "scheduler"
-    args = ["--run-key", run_key(context), "--dag-id", context["dag"].dag_id, "--dag-run-id", context["run_id"],
-            "--triggered-by", who, "--slices", str(params["slices"])]
+    return ["--run-key", key or run_key(context), "--dag-id", context["dag"].dag_id, "--dag-run-id", context["run_id"],
+            "--triggered-by", who]
+
+
+def common_args(context: Mapping[str, Any], key: str | None = None) -> list[str]:
+    params = context["params"]
+    args = [*run_identity_args(context, key), "--slices", str(params["slices"])]
     if params.get("rate") is not None:
         args += ["--rate", str(params["rate"])]
     if params.get("dry_run"):
