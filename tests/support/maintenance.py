@@ -22,6 +22,7 @@ from typing import Any
 
 from mailserver.cassandra.faults import InjectedWriteFailure
 from mailserver.cassandra.session import CassandraSession
+from mailserver.mailbox.cassandra_fastview import CassandraFastViewStore
 from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
 from mailserver.mailbox.cassandra_messages import CassandraMessageStore
 from mailserver.model.address import Username
@@ -62,8 +63,16 @@ def seed_mail(session: CassandraSession, *, users: int, mailboxes_per_user: int,
             mailbox = mailboxes.create(MailboxPath.of(user, "INBOX" if b == 0 else f"Folder{b}"), 42)
             seeded.by_mailbox[mailbox.id] = [metadata(mailbox.id, uid, seen=uid % 3 == 0, size=1000 + uid)
                                              for uid in range(1, messages_per_mailbox + 1)]
+    fast_view = CassandraFastViewStore(session)
+
+    def add(message: MessageMetadata) -> None:
+        messages.add(message)
+        # What the fast-view listener writes after a successful append: without it every seeded
+        # message would be a missing projection, and the scan would rightly report them all.
+        fast_view.store(message.message_id, f"preview of {message.message_id.value}", False)
+
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(messages.add, seeded.all()))
+        list(pool.map(add, seeded.all()))
     return seeded
 
 

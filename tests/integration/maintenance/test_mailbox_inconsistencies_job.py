@@ -108,7 +108,13 @@ def test_ghost_mailboxes_are_reported_left_alone_and_make_the_run_partial_while_
              "mailboxPathDaoEntry": {"mailboxPath": f"{path.namespace}:{path.user}:{path.name}",
                                      "mailboxId": str(live.value)}}
     assert report["conflictingEntries"].count(entry) == 3   # every pass reports it, as James's iterations
-    assert len(report["conflictingEntries"]) == 4
+    # The freed ghost is reported by pass 1 only when its SERIAL re-read runs before the stale
+    # entry of the rename is dropped in the same pass (items of a pass run in parallel): at most once.
+    freed_path = f"{freed.path.namespace}:{freed.path.user}:{freed.path.name}"
+    freed_entry = {"mailboxDaoEntry": {"mailboxPath": freed_path, "mailboxId": str(freed.id.value)},
+                   "mailboxPathDaoEntry": {"mailboxPath": freed_path, "mailboxId": str(taker.id.value)}}
+    others = [e for e in report["conflictingEntries"] if e != entry]
+    assert others in ([], [freed_entry]), others
     assert report["outcome"] == "PARTIAL" and report["remaining"] == {GHOST_CONFLICT: 1}
 
     rows, paths = mailbox_tables(session)
