@@ -8,24 +8,30 @@ be retried, and they are where the guide's "current quota" and "fast view" proje
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from mailserver.blob.api import BlobStore
 from mailserver.events.api import EventListener
 from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
 from mailserver.mailbox.store import FastViewStore, MessageStore, QuotaStore
-from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent
+from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent, QuotaUsageUpdatedEvent
 from mailserver.model.quota import QuotaRoot, QuotaUsage
 
 log = logging.getLogger(__name__)
 
 
 class CurrentQuotaUpdater(EventListener):
-    """ListeningCurrentQuotaUpdater: +/- count and size on Added, Expunged and MailboxDeletion."""
+    """ListeningCurrentQuotaUpdater: +/- count and size on Added, Expunged and MailboxDeletion.
+
+    After each update it publishes a ``QuotaUsageUpdatedEvent`` with the root's usage and effective
+    limits, as James does (quota-ratio indexing and threshold mailing consume it).
+    """
 
     group = "org.apache.james.mailbox.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
 
-    def __init__(self, quota: QuotaStore) -> None:
+    def __init__(self, quota: QuotaStore, publish: Callable[[MailboxEvent], None] | None = None) -> None:
         self.quota = quota
+        self.publish = publish
 
     def accepts(self, event: MailboxEvent) -> bool:
         return isinstance(event, Added | Expunged | MailboxDeletion)
@@ -33,11 +39,17 @@ class CurrentQuotaUpdater(EventListener):
     def handle(self, event: MailboxEvent) -> None:
         root = QuotaRoot.for_user(event.user)
         if isinstance(event, Added):
-            self.quota.increase(root, QuotaUsage(len(event.added), sum(m.size for m in event.added)))
+            delta = QuotaUsage(len(event.added), sum(m.size for m in event.added))
         elif isinstance(event, Expunged):
-            self.quota.increase(root, -QuotaUsage(len(event.expunged), sum(m.size for m in event.expunged)))
+            delta = -QuotaUsage(len(event.expunged), sum(m.size for m in event.expunged))
         elif isinstance(event, MailboxDeletion) and event.deleted_message_count:
-            self.quota.increase(root, -QuotaUsage(event.deleted_message_count, event.total_deleted_size))
+            delta = -QuotaUsage(event.deleted_message_count, event.total_deleted_size)
+        else:
+            return
+        self.quota.increase(root, delta)
+        if self.publish is not None:
+            self.publish(QuotaUsageUpdatedEvent(user=event.user, quota_root=root, usage=self.quota.current(root),
+                                                limits=self.quota.limits(root)))
 
 
 class FastViewProjectionListener(EventListener):

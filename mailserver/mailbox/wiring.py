@@ -37,7 +37,7 @@ def assemble(mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore,
              blobs: BlobStore, acl: AclStore, bus: EventBus | None = None,
              write_guard: Callable[[], None] | None = None) -> MailboxContext:
     bus = bus or InProcessEventBus()
-    bus.register(CurrentQuotaUpdater(quota))
+    bus.register(CurrentQuotaUpdater(quota, bus.dispatch))
     bus.register(FastViewProjectionListener(messages, blobs, fast_view))
     bus.register(DeleteMessageListener(messages, fast_view))
     manager = MailboxManager(mailboxes, messages, quota, blobs, bus, acl, write_guard=write_guard)

@@ -166,6 +166,10 @@ class QuotaUsageUpdatedEvent(MailboxEvent):
     limits: QuotaLimits
     time: datetime = field(default_factory=lambda: datetime.now(UTC))
 
+    def to_json(self) -> dict[str, Any]:
+        # James's QuotaUsageUpdatedEvent carries no sessionId.
+        return {self.type_name: {"eventId": str(self.event_id), "user": str(self.user), **self.body()}}
+
     def body(self) -> dict[str, Any]:
         return {"quotaRoot": self.quota_root.value,
                 "countQuota": {"used": self.usage.count, "limit": self.limits.count},

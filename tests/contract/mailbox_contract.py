@@ -32,6 +32,7 @@ from mailserver.model.events import (
     MailboxDeletion,
     MailboxRenamed,
     MessageMoveEvent,
+    QuotaUsageUpdatedEvent,
 )
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath
@@ -157,6 +158,22 @@ class MailboxContract:
         added = [e for e in recorder.of_type(Added) if e.user == user]
         assert len(added) == 1 and added[0].is_delivery and added[0].added[0].uid == 1
         assert added[0].added[0].flags.has(SystemFlag.RECENT)
+
+    def test_each_quota_update_publishes_the_usage_and_limits_of_the_root(self, ctx, recorder, inbox, user):
+        root = QuotaRoot.for_user(user)
+        ctx.quota.set_user_limits(root, QuotaLimits(count=10, size=10_000))
+        first = ctx.manager.append(inbox, message(1))
+        ctx.manager.append(inbox, message(2))
+        ctx.manager.delete_messages(user, [first.id.message_id])
+        updates = [e for e in recorder.of_type(QuotaUsageUpdatedEvent) if e.user == user]
+        sizes = [len(message(1)), len(message(1)) + len(message(2)), len(message(2))]
+        assert [(e.usage.count, e.usage.size) for e in updates] == list(zip([1, 2, 1], sizes, strict=True))
+        assert {e.quota_root for e in updates} == {root}
+        assert all(e.limits == QuotaLimits(count=10, size=10_000) for e in updates)
+        as_json = updates[-1].to_json()["QuotaUsageUpdatedEvent"]
+        assert as_json["quotaRoot"] == f"#private&{user}" and "sessionId" not in as_json
+        assert as_json["countQuota"] == {"used": 1, "limit": 10}
+        assert as_json["sizeQuota"] == {"used": len(message(2)), "limit": 10_000}
 
     def test_fast_view_detects_attachments(self, ctx, inbox):
         result = ctx.manager.append(inbox, WITH_ATTACHMENT)
