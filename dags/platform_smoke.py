@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, Param, task
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.procedures import CASSANDRA_POOL
 
 DOC = """
 ### Platform smoke test
@@ -21,6 +22,8 @@ Proves, end to end, that this Airflow can drive Spark against the cluster's Cass
 Run it after installing or upgrading the platform, or when a maintenance DAG fails in its
 Spark step and you want to know whether Spark itself is healthy. It only touches the
 `smoke_*` tables of the chosen keyspace (default `platform_smoke`, never James's keyspace).
+`seed` and `spark_totals` take the `cassandra_maintenance` pool's single slot like every
+procedure: while a procedure runs, the smoke test waits instead of sharing Cassandra with it.
 """
 
 with DAG(
@@ -40,7 +43,7 @@ with DAG(
     },
 ) as dag:
 
-    @task
+    @task(pool=CASSANDRA_POOL)
     def seed(params: dict | None = None) -> dict[str, list[int]]:
         from mailplatform.hooks.cassandra import CassandraHook
 
@@ -72,7 +75,7 @@ with DAG(
         task_id="spark_totals",
         job="stack_smoke",
         job_args=["--keyspace", "{{ params.keyspace }}"],
-        pool="default_pool",
+        pool=CASSANDRA_POOL,
     )
 
     @task
