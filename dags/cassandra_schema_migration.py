@@ -55,6 +55,11 @@ transition already reached is skipped).
 manual runs upgrade; `slice` = migrate one internal-date range (the data interval, or
 `internal_date_from`/`internal_date_to`); `upgrade` = the transitions above.
 
+**Which keyspace** (`cassandra_conn_id`): the `cassandra_default` connection names the cluster and
+the keyspace (its schema field). A deployment with several keyspaces defines one connection per
+keyspace and passes its id, also in a backfill's `--dag-run-conf`, so every run of the backfill
+migrates the same keyspace.
+
 **Steps for the operator.**
 1. Check the versions: `GET /cassandra/version` and `/cassandra/version/latest` (WebAdmin).
 2. Small keyspace: trigger this DAG (manual run, `mode` auto) and you are done.
@@ -95,8 +100,12 @@ PARAMS = {
                                 description="First internal date of the slice: " + RANGE_DOC),
     "internal_date_to": Param(None, type=["null", "string"], format="date-time",
                               description="End of the slice (exclusive): " + RANGE_DOC),
+    "cassandra_conn_id": Param("cassandra_default", type="string", pattern=r"^[A-Za-z0-9_.-]{1,250}$",
+                               description="Airflow connection of the keyspace to migrate (host list, port, "
+                                           "keyspace as schema); another one for deployments with several keyspaces"),
     **COMMON_PARAMS,
 }
+CONN = "{{ params.cassandra_conn_id }}"
 
 
 def _run_key(context: Mapping[str, Any], scope: str) -> str:
@@ -156,7 +165,7 @@ with DAG(
 
         params, dag_run = context["params"], context["dag_run"]
         run_type = getattr(dag_run.run_type, "value", dag_run.run_type)
-        with cassandra_session() as session:
+        with cassandra_session(context["params"]["cassandra_conn_id"]) as session:
             current = current_version(session)
         try:
             mode = run_mode(params["mode"], run_type)
@@ -180,8 +189,8 @@ with DAG(
         return p["slice_needed"]
 
     migrate_slice = SparkJobOperator(task_id="migrate_slice", job="migrate_message_denormalization",
-                                     args_from_context=_spark_args("slice"), pool=CASSANDRA_POOL,
-                                     retry_delay=timedelta(seconds=30))
+                                     args_from_context=_spark_args("slice"), cassandra_conn_id=CONN,
+                                     pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
     @task
     def slice_report(**context: Any) -> dict[str, Any]:
@@ -192,8 +201,8 @@ with DAG(
         return _plan_of(context)["denormalization_needed"]
 
     denormalize_all = SparkJobOperator(task_id="denormalize_all", job="migrate_message_denormalization",
-                                       args_from_context=_spark_args("all"), pool=CASSANDRA_POOL,
-                                       retry_delay=timedelta(seconds=30))
+                                       args_from_context=_spark_args("all"), cassandra_conn_id=CONN,
+                                       pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
     def _skip_unless_planned(context: Mapping[str, Any], version: int) -> None:
         p = _plan_of(context)
@@ -213,7 +222,7 @@ with DAG(
 
         _skip_unless_planned(context, DENORMALIZED_VERSION)
         report = _read_report(context, "all")
-        with cassandra_session() as session:
+        with cassandra_session(context["params"]["cassandra_conn_id"]) as session:
             try:
                 bumped = bump_to_denormalized(session, report, logging.getLogger("airflow.task"))
             except MigrationPartial as exc:
@@ -232,7 +241,7 @@ with DAG(
             from mailserver.cassandra.migrations.runner import MigrationPartial
 
             _skip_unless_planned(context, version)
-            with cassandra_session() as session:
+            with cassandra_session(context["params"]["cassandra_conn_id"]) as session:
                 try:
                     result = run_transition(session, version, logging.getLogger("airflow.task"))
                 except MigrationPartial as exc:
@@ -247,7 +256,7 @@ with DAG(
         from mailplatform.schema_migration import cassandra_session, current_version
 
         p, ti = _plan_of(context), context["ti"]
-        with cassandra_session() as session:
+        with cassandra_session(context["params"]["cassandra_conn_id"]) as session:
             version = current_version(session)
         migrations = {str(v): ti.xcom_pull(task_ids=f"to_{v}") for v in p["transitions"]}
         result = {"type": "cassandra-migration", "mode": p["mode"], "fromVersion": p["current"],

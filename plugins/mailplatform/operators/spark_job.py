@@ -24,6 +24,8 @@ from spark_apps.packaging import build_py_files, job_path
 
 
 class SparkJobOperator(SparkSubmitOperator):
+    # The Cassandra connection may come from a param ("{{ params.cassandra_conn_id }}").
+    template_fields = (*SparkSubmitOperator.template_fields, "cassandra_conn_id")
     ui_color = "#f4a460"
 
     def __init__(

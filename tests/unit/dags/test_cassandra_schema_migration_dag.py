@@ -86,3 +86,17 @@ def test_params_are_validated(dag):
         with pytest.raises(Exception):  # noqa: B017 - jsonschema's or Airflow's validation error
             Param(bad, **schema).resolve()
     assert Param(13, **dag.params.get_param("target_version").schema).resolve() == 13
+
+
+def test_the_keyspace_to_migrate_is_a_connection_chosen_per_run(dag):
+    from airflow.sdk import Param
+
+    schema = dag.params.get_param("cassandra_conn_id").schema
+    assert Param("cassandra_default", **schema).resolve() == "cassandra_default"
+    for bad in ("", "conn id with spaces", "x" * 251, "a;drop"):
+        with pytest.raises(Exception):  # noqa: B017 - jsonschema's or Airflow's validation error
+            Param(bad, **schema).resolve()
+    for task_id in ("migrate_slice", "denormalize_all"):
+        task = dag.get_task(task_id)
+        assert "cassandra_conn_id" in task.template_fields
+        assert task.render_template(task.cassandra_conn_id, {"params": {"cassandra_conn_id": "staging"}}) == "staging"
