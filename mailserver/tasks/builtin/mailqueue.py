@@ -1,7 +1,8 @@
 """Mail-queue tasks (James's ``clear-mail-queue``, ``delete-mails-from-mail-queue``,
 ``republish-not-processed-mails``), with their ``additionalInformation`` wire names.
 
-Counts are read live from the queue (``size`` is cheap on every adapter), so a waiting task
+Counts are read live from the queue as James does (``browse_size``: what browse lists, so mails
+just removed no longer count although their broker messages are still there), so a waiting task
 already shows what it is about to clear, and a running one shows the queue shrinking.
 """
 
@@ -25,7 +26,7 @@ class ClearMailQueueTask(Task):
 
     def run(self) -> Result:
         queue = self.queues.get(self.queue_name)
-        self._initial = queue.size()
+        self._initial = queue.browse_size()
         queue.clear()
         return Result.COMPLETED
 
@@ -33,7 +34,7 @@ class ClearMailQueueTask(Task):
         return {"mailQueueName": self.queue_name}
 
     def additional_information(self) -> dict[str, Any]:
-        remaining = self.queues.get(self.queue_name).size()
+        remaining = self.queues.get(self.queue_name).browse_size()
         return {"mailQueueName": self.queue_name,
                 "initialCount": remaining if self._initial is None else self._initial,
                 "remainingCount": remaining}
@@ -51,7 +52,7 @@ class DeleteMailsFromMailQueueTask(Task):
 
     def run(self) -> Result:
         queue = self.queues.get(self.queue_name)
-        self._initial = queue.size()
+        self._initial = queue.browse_size()
         queue.remove(self.field, self.value)
         return Result.COMPLETED
 
@@ -59,7 +60,7 @@ class DeleteMailsFromMailQueueTask(Task):
         return {"mailQueueName": self.queue_name, "field": self.field.value, "value": self.value}
 
     def additional_information(self) -> dict[str, Any]:
-        remaining = self.queues.get(self.queue_name).size()
+        remaining = self.queues.get(self.queue_name).browse_size()
         # The filter not used is null, as James's DTO.
         filters = {f.value: self.value if f is self.field else None for f in RemoveField}
         return {"mailQueueName": self.queue_name, **filters,

@@ -44,7 +44,7 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
 
     @api.get("/mailQueues/{name}", summary="A queue and its size")
     def get_queue(name: str) -> dict[str, Any]:
-        return {"name": name, "size": existing(name).size()}
+        return {"name": name, "size": existing(name).browse_size()}
 
     @api.get("/mailQueues/{name}/mails", summary="Browse a queue (?limit, ?delayed=true|false)")
     def browse(name: str, request: Request) -> list[dict[str, Any]]:
