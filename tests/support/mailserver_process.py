@@ -168,3 +168,16 @@ def http_json(method: str, url: str, body: Any = None) -> Any:
     with urllib.request.urlopen(request, timeout=30) as response:
         payload = response.read()
     return json.loads(payload) if payload else None
+
+
+class WebAdminProcess(ServerProcess):
+    """``mailserver serve --roles webadmin,tasks``: ready once ``/healthcheck`` answers."""
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.webadmin_url + "/healthcheck", timeout=5):
+                return True
+        except urllib.error.HTTPError:   # 503 while a backend warms up: it answers, it is up
+            return True
+        except OSError:
+            return False

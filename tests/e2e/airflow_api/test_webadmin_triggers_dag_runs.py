@@ -25,10 +25,9 @@ from mailserver.airflow.api import DagRunState, trigger_checked
 from mailserver.cassandra.config import CassandraConfig
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailets.config import DEFAULT_FILE
-from tests.e2e.maintenance.conftest import WebAdminProcess
 from tests.integration.maintenance.test_message_inconsistencies_job import break_messages
 from tests.support.airflow_stack import STACK_KEYSPACE, api
-from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, server_env
+from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

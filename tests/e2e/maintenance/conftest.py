@@ -17,22 +17,9 @@ from typing import Any
 import pytest
 
 from include.connections import airflow_connections
-from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, ServerProcess, server_env
+from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
-
-
-class WebAdminProcess(ServerProcess):
-    """``mailserver serve --roles webadmin,tasks``: ready once ``/healthcheck`` answers."""
-
-    def ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.webadmin_url + "/healthcheck", timeout=5):
-                return True
-        except urllib.error.HTTPError:   # 503 while a backend warms up: it answers, it is up
-            return True
-        except OSError:
-            return False
 
 
 @pytest.fixture(scope="session")

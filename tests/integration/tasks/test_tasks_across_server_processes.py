@@ -22,9 +22,8 @@ import pytest
 from mailserver.airflow.procedures import SOLVE_MESSAGE_INCONSISTENCIES
 from mailserver.mailets.config import DEFAULT_FILE
 from tests.e2e.mailflow.conftest import eventually
-from tests.e2e.maintenance.conftest import WebAdminProcess
 from tests.support.fake_airflow import FakeAirflow
-from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, server_env
+from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
 from tests.unit.webadmin.webadmin_support import error
 
 pytestmark = pytest.mark.integration

@@ -28,8 +28,7 @@ from mailserver.queue.rabbitmq import DistributedMailQueueFactory
 from mailserver.repository.cassandra import CassandraMailRepositoryStore
 from mailserver.tasks.builtin.migration import SchemaVersions
 from tests.contract import mail_queue_contract, mail_repository_contract
-from tests.e2e.maintenance.conftest import WebAdminProcess
-from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, server_env
+from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
 from tests.unit.webadmin.webadmin_support import error
 
 pytestmark = pytest.mark.integration
