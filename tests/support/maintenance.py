@@ -3,8 +3,9 @@
 The procedures scan whole tables, so their tests get a keyspace nobody else writes into (the
 session keyspace holds the deliberate inconsistencies of other tests). Bulk messages go
 through the data layer's message store (imapUidTable LWT, messageIdTable, index tables,
-counters: James's write order) from a few threads; each inconsistency is then produced by
-the fault seam failing the write production would fail.
+counters: James's write order) plus the listeners' fast-view and quota rows, from a thread pool
+(a few thousand messages in seconds); each inconsistency is then produced by the fault seam
+failing the write production would fail.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,11 +27,13 @@ from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.cassandra_fastview import CassandraFastViewStore
 from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
 from mailserver.mailbox.cassandra_messages import CassandraMessageStore
+from mailserver.mailbox.cassandra_quota import CassandraQuotaStore
 from mailserver.model.address import Username
 from mailserver.model.flags import Flags, SystemFlag
 from mailserver.model.ids import MailboxId, MessageId, ThreadId
 from mailserver.model.mailbox import MailboxPath
 from mailserver.model.message import MessageMetadata
+from mailserver.model.quota import QuotaRoot, QuotaUsage
 from spark_apps.packaging import build_py_files, job_path
 
 
@@ -50,30 +54,50 @@ def metadata(mailbox_id: MailboxId, uid: int, *, seen: bool = False, size: int =
                            300, size, f"header-{message_id.value}")
 
 
-def seed_mail(session: CassandraSession, *, users: int, mailboxes_per_user: int, messages_per_mailbox: int,
-              threads: int = 8) -> SeededMail:
-    mailboxes = CassandraMailboxStore(session)
+def create_mailboxes(session: CassandraSession, users: Sequence[Username],
+                     names: Sequence[str]) -> dict[MailboxId, Username]:
+    """``names`` for each of ``users``, created by the data layer's mailbox store: {mailbox: owner}."""
+    store = CassandraMailboxStore(session)
+    return {store.create(MailboxPath.of(user, name), 42).id: user for user in users for name in names}
+
+
+def append_mail(session: CassandraSession, mailboxes: Mapping[MailboxId, Username], per_mailbox: int, *,
+                threads: int = 16) -> SeededMail:
+    """``per_mailbox`` messages in each mailbox, with what a successful append leaves in Cassandra.
+
+    The uids come from the data layer's allocator (one range per mailbox, ``messageCounter``), the
+    rows from its message store (imapUidTable LWT, messageIdTable, index tables, counters), then
+    what the listeners write for the Added event: the fast-view row and the owner's current quota.
+    Only the content (``messageV3`` and its blobs) is left out: no procedure fed by this bulk reads it.
+    """
     messages = CassandraMessageStore(session)
-    seeded = SeededMail()
-    tag = uuid.uuid4().hex[:6]
-    for u in range(users):
-        user = Username.of(f"maint{u}-{tag}@example.com")
-        seeded.users.append(user)
-        for b in range(mailboxes_per_user):
-            mailbox = mailboxes.create(MailboxPath.of(user, "INBOX" if b == 0 else f"Folder{b}"), 42)
-            seeded.by_mailbox[mailbox.id] = [metadata(mailbox.id, uid, seen=uid % 3 == 0, size=1000 + uid)
-                                             for uid in range(1, messages_per_mailbox + 1)]
     fast_view = CassandraFastViewStore(session)
+    quota = CassandraQuotaStore(session)
+    seeded = SeededMail(users=list(dict.fromkeys(mailboxes.values())))
+    for mailbox_id in mailboxes:
+        first = messages.next_uid(mailbox_id, per_mailbox)
+        seeded.by_mailbox[mailbox_id] = [metadata(mailbox_id, uid, seen=uid % 3 == 0, size=1000 + uid)
+                                         for uid in range(first, first + per_mailbox)]
 
     def add(message: MessageMetadata) -> None:
         messages.add(message)
-        # What the fast-view listener writes after a successful append: without it every seeded
-        # message would be a missing projection, and the scan would rightly report them all.
+        # Without the listeners' rows every message would be a missing projection and a wrong quota,
+        # and a scan would rightly report them all.
         fast_view.store(message.message_id, f"preview of {message.message_id.value}", False)
+        quota.increase(QuotaRoot.for_user(mailboxes[message.mailbox_id]), QuotaUsage(1, message.size))
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(add, seeded.all()))
     return seeded
+
+
+def seed_mail(session: CassandraSession, *, users: int, mailboxes_per_user: int, messages_per_mailbox: int,
+              threads: int = 16) -> SeededMail:
+    """New users, each with an INBOX and ``mailboxes_per_user - 1`` folders of ``messages_per_mailbox`` messages."""
+    tag = uuid.uuid4().hex[:6]
+    usernames = [Username.of(f"maint{u}-{tag}@example.com") for u in range(users)]
+    names = ["INBOX", *(f"Folder{b}" for b in range(1, mailboxes_per_user))]
+    return append_mail(session, create_mailboxes(session, usernames, names), messages_per_mailbox, threads=threads)
 
 
 def clear_keyspace(session: CassandraSession) -> None:

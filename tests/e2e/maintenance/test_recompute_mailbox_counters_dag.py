@@ -21,21 +21,23 @@ DAG_ID = "recompute_mailbox_counters"
 
 def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace):
     session = maintenance_keyspace
-    seeded = seed_mail(session, users=2, mailboxes_per_user=4, messages_per_mailbox=15)
-    break_counters(session, seeded, appends=2, flag_changes=2, expunges=1, projection_orphans=1)
+    seeded = seed_mail(session, users=2, mailboxes_per_user=4, messages_per_mailbox=300)   # 2,400 messages
+    broken = break_counters(session, seeded, appends=2, flag_changes=2, expunges=1, projection_orphans=1)
     before = table_checksum(session, "mailboxCounters", "imapUidTable", "messageIdTable")
 
     run, states, summary = run_dag(DAG_ID, {"dry_run": True, "trust_message_projection": True})
     assert run.state == "success", states
     assert summary["outcome"] == "DRY_RUN" and summary["runningOptions"] == {"trustMessageProjection": True}
-    assert summary["detected"] == {"outdatedMailboxCounters": 5}
+    assert summary["detected"] == {"outdatedMailboxCounters": len(broken.counters)}   # the projection is trusted
     assert table_checksum(session, "mailboxCounters", "imapUidTable", "messageIdTable") == before
 
     run, states, summary = run_dag(DAG_ID, {"slices": 2})
     assert run.state == "success", states
     assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
-    assert summary["detected"] == {"outdatedMailboxCounters": 6}
-    assert (summary["processedMailboxes"], summary["failedMailboxes"], summary["recomputedMailboxes"]) == (8, [], 6)
+    wrong = len(broken.counters) + len(broken.projection)
+    assert summary["detected"] == {"outdatedMailboxCounters": wrong}
+    assert (summary["processedMailboxes"], summary["failedMailboxes"], summary["recomputedMailboxes"]) == (
+        len(seeded.by_mailbox), [], wrong)
     assert summary["outcome"] == "COMPLETED"
     counters_match_truth(session)
 
