@@ -12,7 +12,7 @@ import pytest
 from tests.e2e.maintenance.conftest import load_dag, run_dag, webadmin_get
 from tests.integration.maintenance.test_current_quotas_job import QUOTA, break_quotas, quotas_equal_messages
 from tests.support.mail_projections import mailbox_context, seed_users
-from tests.support.maintenance import table_checksum
+from tests.support.maintenance import append_mail, create_mailboxes, seed_mail, table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -24,6 +24,10 @@ def test_dry_run_then_repair_in_maintenance_mode_then_nothing_left(maintenance_a
     session = maintenance_keyspace
     ctx = mailbox_context(session, s3_blobs)
     seeded = seed_users(ctx, session, users=3, inbox_messages=4, archive_messages=2)
+    # The bulk, with the quota the listener counted: 1,800 more messages for these users, and two
+    # users with nothing to fix (1,000 messages).
+    append_mail(session, create_mailboxes(session, seeded.users, ["Bulk1", "Bulk2"]), 300)
+    users = [*seeded.users, *seed_mail(session, users=2, mailboxes_per_user=2, messages_per_mailbox=250).users]
     broken = break_quotas(ctx, session, seeded)
     before = table_checksum(session, QUOTA)
 
@@ -37,9 +41,9 @@ def test_dry_run_then_repair_in_maintenance_mode_then_nothing_left(maintenance_a
     assert states == {"backends_healthy": "success", "enable_maintenance": "success",
                       "detect_repair_verify": "success", "report": "success", "disable_maintenance": "success"}
     assert summary["type"] == "recompute-current-quotas" and summary["outcome"] == "COMPLETED"
-    assert summary["recomputedQuotaRoots"] == 3 and summary["processedQuotaRoots"] == 3
+    assert summary["recomputedQuotaRoots"] == len(broken) and summary["processedQuotaRoots"] == len(users)
     assert summary["failedQuotaRoots"] == []
-    quotas_equal_messages(session, seeded.users)
+    quotas_equal_messages(session, users)
     # enable_maintenance ran before the repair (states above); the teardown switched it off again
     assert webadmin_get(maintenance_webadmin, "/maintenance")["enabled"] is False
 

@@ -16,7 +16,7 @@ from tests.integration.maintenance.test_fast_view_projection_job import (
     rows_equal_server_computation,
 )
 from tests.support.mail_projections import fast_view_rows, mailbox_context, message_ids, seed_users
-from tests.support.maintenance import table_checksum
+from tests.support.maintenance import append_mail, create_mailboxes, seed_mail, table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -27,6 +27,10 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
     session = maintenance_keyspace
     ctx = mailbox_context(session, s3_blobs)
     seeded = seed_users(ctx, session, users=2, inbox_messages=4, archive_messages=1)
+    # The bulk, with the rows the listener wrote (no content in S3: it needs no recomputation):
+    # 1,200 more messages for these users, 1,500 for three others.
+    append_mail(session, create_mailboxes(session, seeded.users, ["Bulk"]), 600)
+    users = [*seeded.users, *seed_mail(session, users=3, mailboxes_per_user=2, messages_per_mailbox=250).users]
     lost = lose_fast_views(ctx, session, seeded, per_user=3)
     before = table_checksum(session, FAST_VIEW)
     bucket = {"blob_bucket": s3_blobs.default_bucket.value}
@@ -40,7 +44,7 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
     assert run.state == "success", states
     assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
     assert summary["type"] == "RecomputeAllFastViewProjectionItemsTask" and summary["outcome"] == "COMPLETED"
-    assert (summary["processedUserCount"], summary["processedMessageCount"]) == (2, 6)
+    assert (summary["processedUserCount"], summary["processedMessageCount"]) == (len(users), len(lost))
     assert (summary["failedUserCount"], summary["failedMessageCount"]) == (0, 0)
     assert set(fast_view_rows(session)) == message_ids(session)
     rows_equal_server_computation(session, s3_blobs, lost)
