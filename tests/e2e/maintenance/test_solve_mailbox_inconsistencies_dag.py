@@ -1,8 +1,9 @@
 """The mailbox-inconsistency DAG run by Airflow (``dag.test()``) inside maintenance mode.
 
-Seeded through the fault seam, checked with CQL and the test WebAdmin: the repair fixes what
-was seeded while maintenance mode is on, and maintenance mode is off at the end, also when
-the repair task really fails (a ghost mailbox makes the job end PARTIAL, exit status 1).
+Seeded through the fault seam, checked with CQL and the test WebAdmin: a dry run counts what was
+seeded and writes nothing, the repair fixes it while maintenance mode is on, and maintenance mode
+is off at the end of every run, also when the repair task really fails (a ghost mailbox makes the
+job end PARTIAL, exit status 1).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tests.support.mailbox_inconsistencies import (
     mailbox_tables,
     seed_mailboxes,
 )
+from tests.support.maintenance import append_mail, table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark,
               pytest.mark.timeout(2400)]  # several Spark runs per test on a shared 2-core host
@@ -34,12 +36,23 @@ def task_instances(run) -> dict:
     return {ti.task_id: ti for ti in run.get_task_instances()}
 
 
-def test_repair_runs_inside_maintenance_mode_and_traffic_resumes(
+def test_dry_run_then_repair_inside_maintenance_mode_and_traffic_resumes(
         maintenance_airflow, maintenance_webadmin, maintenance_keyspace):
     session = maintenance_keyspace
-    seeded = seed_mailboxes(session, users=3, per_user=4)
+    seeded = seed_mailboxes(session, users=10, per_user=10)
     broken = break_mailboxes(session, seeded, orphan_paths=2, orphan_rows=2, renames_row_lost=1,
                              renames_delete_lost=1, stale_rows=1)
+    # Mail in every mailbox the faults left alone (2,375 messages): the repair must not touch it.
+    append_mail(session, {m.id: m.path.user for m in seeded if m.id not in broken.expected}, 25)
+    mailboxes_before = table_checksum(session, "mailbox", "mailboxPathV3")
+    messages_before = table_checksum(session, "imapUidTable", "messageIdTable")
+
+    run, states, summary = run_dag(DAG_ID, {"dry_run": True})
+    assert run.state == "success", states
+    assert all(state == "success" for state in states.values()), states
+    assert summary["outcome"] == "DRY_RUN" and summary["detected"] == broken.counts()
+    assert table_checksum(session, "mailbox", "mailboxPathV3") == mailboxes_before
+    assert webadmin_get(maintenance_webadmin, "/maintenance")["enabled"] is False
 
     run, states, summary = run_dag(DAG_ID, {"slices": 2})
     assert run.state == "success", states
@@ -49,6 +62,7 @@ def test_repair_runs_inside_maintenance_mode_and_traffic_resumes(
     assert summary["outcome"] == "COMPLETED" and summary["conflictingEntries"] == []
     assert summary["runningOptions"] == {"maxIterations": 1, "autoMerge": False}
     assert_repaired_as_expected(session, broken)
+    assert table_checksum(session, "imapUidTable", "messageIdTable") == messages_before
 
     # On while Spark ran: switched on (and read back) before the task started, off after it ended.
     tis = task_instances(run)
