@@ -62,15 +62,29 @@ def month_of(date: datetime | None) -> str:
     return "undated" if date is None else f"{date:%Y-%m}"
 
 
-def incomplete_by_month(s: CassandraSession) -> Counter[str]:
-    """Rows of both tables still missing metadata, by their message's month (messageV3 read with CQL)."""
-    dates = {r["messageid"]: r["internaldate"] for r in s.execute("SELECT messageid, internaldate FROM messageV3")}
-    found: Counter[str] = Counter()
+def _incomplete_rows(s: CassandraSession) -> Iterator[tuple[str, dict]]:
+    """(table, row) of every row of both tables still missing metadata."""
     for table in _TABLES:
         for row in s.execute(f"SELECT messageid, {', '.join(META)} FROM {table}"):
             if row["messageid"] is not None and any(row[k] is None for k in META):
-                found[month_of(dates.get(row["messageid"]))] += 1
-    return found
+                yield table, row
+
+
+def incomplete_by_month(s: CassandraSession) -> Counter[str]:
+    """Rows of both tables still missing metadata, by their message's month (messageV3 read with CQL)."""
+    dates = {r["messageid"]: r["internaldate"] for r in s.execute("SELECT messageid, internaldate FROM messageV3")}
+    return Counter(month_of(dates.get(row["messageid"])) for _, row in _incomplete_rows(s))
+
+
+def incomplete_by_table(s: CassandraSession) -> Counter[str]:
+    """Rows still missing metadata, by table (CQL): what a full-range 10 -> 11 run has to fix."""
+    return Counter(table for table, _ in _incomplete_rows(s))
+
+
+def james_tables(s: CassandraSession) -> list[str]:
+    """Every table of the keyspace but the maintenance jobs' own bookkeeping (checkpoints, audit)."""
+    return sorted(name for name in s.cluster.metadata.keyspaces[s.keyspace].tables
+                  if not name.startswith("maintenance_"))
 
 
 def rows_digest(s: CassandraSession, months: set[str]) -> str:

@@ -5,7 +5,8 @@ shows the three monthly runs the DAG's schedule makes, and each month's run is e
 ``dag.test()`` for the same data interval (a backfill run's interval starts at its logical date;
 a ``dag.test()`` run's interval ends at its logical date, hence the next month as logical date).
 Each slice completes its month only and never bumps the version; the final manual run checks
-every date, bumps to 11 and runs 11 -> 15. Everything is checked with CQL.
+every date, bumps to 11 and runs 11 -> 15. A dry run detects what 10 -> 11 would fix and writes
+nothing, bumps nothing. Everything is checked with CQL.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ from tests.support.cassandra_migration import (
     MONTHS,
     all_complete,
     incomplete_by_month,
+    incomplete_by_table,
+    james_tables,
     rows_digest,
     v10_keyspace,
     versions,
 )
+from tests.support.maintenance import table_checksum
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark,
               pytest.mark.timeout(3600)]  # several Spark runs per test on a shared 2-core host
@@ -117,10 +121,33 @@ def test_a_v10_keyspace_reaches_the_latest_version_with_10_to_11_backfilled_by_m
     assert versions(s) == [10, *range(11, LATEST + 1)]
 
 
-def test_a_target_version_stops_there_and_a_bad_target_is_refused(v10_airflow):
+def denormalization_report(dag_run) -> dict:
+    """The full-range job's report, read with the hook the DAG's tasks use (its run key: run id + ``all``)."""
+    from mailplatform.hooks.reports import MaintenanceReportHook
+    from mailplatform.schema_migration import DENORMALIZATION_JOB
+
+    return MaintenanceReportHook().read(DENORMALIZATION_JOB, f"{DAG_ID}/{dag_run.run_id}/all")
+
+
+def test_a_dry_run_writes_nothing_then_a_target_version_stops_there_and_a_bad_target_is_refused(v10_airflow):
     s, _ = v10_airflow
     with pytest.raises(Exception, match=r"target_version|maximum|16"):
         load_dag(DAG_ID).test(run_conf={"target_version": 16})
+
+    # Dry run of the whole upgrade: the Spark step detects, no transition runs, nothing is written.
+    tables = james_tables(s)
+    before, incomplete = table_checksum(s, *tables), incomplete_by_table(s)
+    dag_run, states, tis = run(run_conf={"dry_run": True, "slices": 2})
+    assert dag_run.state == "success", states
+    assert states["denormalize_all"] == "success" and all(states[t] == "skipped" for t in TRANSITIONS), states
+    report = denormalization_report(dag_run)
+    assert report["outcome"] == "DRY_RUN"
+    assert report["detected"] == {"incompleteMessageIdEntry": incomplete["messageIdTable"],
+                                  "incompleteImapUidEntry": incomplete["imapUidTable"]}
+    summary = tis["summary"].xcom_pull(task_ids="summary")
+    assert (summary["fromVersion"], summary["toVersion"], summary["mode"]) == (10, 10, "upgrade")
+    assert table_checksum(s, *tables) == before, "the dry run wrote to the keyspace"
+    assert versions(s) == [10]
 
     dag_run, states, _ = run(run_conf={"target_version": 11, "slices": 2})
     assert dag_run.state == "success", states
