@@ -73,6 +73,22 @@ def counters_from_truth(session: CassandraSession) -> dict:
     return {r["id"]: (counts[r["id"]], unseen[r["id"]]) for r in session.execute("SELECT id FROM mailbox")}
 
 
+def counters_from_listing(session: CassandraSession) -> dict:
+    """(count, unseen) of every mailbox as James recomputes them, with CQL: the mailbox's
+    ``messageIdTable`` rows that ``imapUidTable`` also has, with the truth's ``\\Seen``. A message the
+    projection lacks is not counted (solving message inconsistencies first lists it)."""
+    truth = {(r["mailboxid"], r["uid"], r["messageid"]): r["flagseen"]
+             for r in session.execute("SELECT mailboxid, uid, messageid, flagseen FROM imapUidTable")}
+    counts: Counter = Counter()
+    unseen: Counter = Counter()
+    for r in session.execute("SELECT mailboxid, uid, messageid FROM messageIdTable"):
+        key = (r["mailboxid"], r["uid"], r["messageid"])
+        if key in truth:
+            counts[r["mailboxid"]] += 1
+            unseen[r["mailboxid"]] += 0 if truth[key] else 1
+    return {r["id"]: (counts[r["id"]], unseen[r["id"]]) for r in session.execute("SELECT id FROM mailbox")}
+
+
 def counters_match_truth(session: CassandraSession) -> None:
     stored = stored_counters(session)
     assert {k: stored.get(k, (0, 0)) for k in counters_from_truth(session)} == counters_from_truth(session)
