@@ -56,6 +56,13 @@ def break_messages(session: CassandraSession, seeded, *, added: int, removed: in
         fail_once(session, "messageIdTable", "UPDATE", lambda m=m, new=new: store.update_flags(m, new))
 
 
+def orphan_imap_uid_entries(session: CassandraSession) -> int:
+    """imapUidTable entries (the truth) that messageIdTable lacks, counted with CQL."""
+    projection = {(r["mailboxid"], r["uid"]) for r in session.execute("SELECT mailboxid, uid FROM messageIdTable")}
+    return sum(1 for r in session.execute("SELECT mailboxid, uid FROM imapUidTable")
+               if (r["mailboxid"], r["uid"]) not in projection)
+
+
 def job_args(session: CassandraSession, stack, *extra: str) -> list[str]:
     return ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
             "--keyspace", session.keyspace, *extra]
@@ -86,15 +93,19 @@ def test_a_killed_repair_resumes_and_skips_the_slices_already_done(stack, spark_
     stderr = Path(slow.args[slow.args.index("--py-files") + 1]).with_name("stderr").read_text()
     assert ended is None, f"the slow run ended by itself ({ended}) before it was killed:\n{stderr[-4000:]}"
     assert 2 <= len(done) < 8, f"the slow run should be killed mid-repair, it had done {len(done)} slices"
-    killed_at = {r["slice"] for r in session.execute(
-        "SELECT slice FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
-        ("solve-message-inconsistencies", run_key))}
+    checkpoints = session.execute("SELECT slice, counters FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
+                                  ("solve-message-inconsistencies", run_key))
+    killed_at = {r["slice"] for r in checkpoints}
+    counted_before_kill = sum((r["counters"] or {}).get("addedMessageIdEntries", 0) for r in checkpoints)
+    still_broken = orphan_imap_uid_entries(session)
 
     resumed = spark_submit(JOB, args, spark_env)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     report = report_of(resumed.stdout)
     assert set(report["slices"]["skippedAlreadyDone"]) == killed_at
     assert set(report["slices"]["repaired"]) == set(range(8)) - killed_at
-    # the slices done before the kill still count: the report covers the whole run
-    assert report["addedMessageIdEntries"] == 32 and report["outcome"] == "COMPLETED"
+    # The slices done before the kill still count (their checkpoints carry their counters). Entries
+    # fixed in the slice the kill interrupted are in no checkpoint and no longer detected: uncounted.
+    assert report["addedMessageIdEntries"] == counted_before_kill + still_broken
+    assert counted_before_kill + still_broken <= 32 and report["outcome"] == "COMPLETED"
     projection_equals_truth(session)
