@@ -2,8 +2,9 @@
 
 SMTP asks "may I accept mail?" for every new session; running real probes there would put a
 Cassandra query, an AMQP handshake and an S3 request in front of each greeting. A thread probes
-every ``interval`` seconds instead, and a result older than ``3 * interval`` counts as unhealthy
-(the prober itself is stuck).
+every ``interval`` seconds instead, and a result older than ``3 * interval + timeout`` counts as
+unhealthy (the prober itself is stuck; a round may legitimately take up to ``timeout``, e.g. a slow
+first query after a backend restarts on a loaded host, and must not refuse mail by being slow).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class HealthMonitor:
                  metrics: Metrics | None = None) -> None:
         self.runner = HealthCheckRunner(checks, timeout=timeout)
         self.interval = interval
+        self.max_age = 3 * interval + timeout
         self.metrics = metrics
         self._lock = threading.Lock()
         self._results: list[Result] = []
@@ -52,7 +54,7 @@ class HealthMonitor:
             return self._healthy_locked()
 
     def _healthy_locked(self) -> bool:
-        fresh = time.monotonic() - self._at <= 3 * self.interval
+        fresh = time.monotonic() - self._at <= self.max_age
         return fresh and all(r.status is not Status.UNHEALTHY for r in self._results)
 
     def start(self) -> HealthMonitor:
