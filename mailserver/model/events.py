@@ -22,6 +22,7 @@ def _event_id() -> uuid.UUID:
 @dataclass(frozen=True, kw_only=True)
 class MailboxEvent:
     type_name: ClassVar[str] = ""
+    has_session_id: ClassVar[bool] = True   # James's quota event has none
     user: Username
     session_id: int = 0
     event_id: uuid.UUID = field(default_factory=_event_id)
@@ -30,8 +31,10 @@ class MailboxEvent:
         raise NotImplementedError
 
     def to_json(self) -> dict[str, Any]:
-        return {self.type_name: {"eventId": str(self.event_id), "user": str(self.user),
-                                 "sessionId": self.session_id, **self.body()}}
+        envelope: dict[str, Any] = {"eventId": str(self.event_id), "user": str(self.user)}
+        if self.has_session_id:
+            envelope["sessionId"] = self.session_id
+        return {self.type_name: {**envelope, **self.body()}}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,14 +164,11 @@ class MessageMoveEvent(MailboxEvent):
 @dataclass(frozen=True, kw_only=True)
 class QuotaUsageUpdatedEvent(MailboxEvent):
     type_name: ClassVar[str] = "QuotaUsageUpdatedEvent"
+    has_session_id: ClassVar[bool] = False
     quota_root: QuotaRoot
     usage: QuotaUsage
     limits: QuotaLimits
     time: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-    def to_json(self) -> dict[str, Any]:
-        # James's QuotaUsageUpdatedEvent carries no sessionId.
-        return {self.type_name: {"eventId": str(self.event_id), "user": str(self.user), **self.body()}}
 
     def body(self) -> dict[str, Any]:
         return {"quotaRoot": self.quota_root.value,

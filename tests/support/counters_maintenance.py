@@ -8,7 +8,9 @@ table right but the counters.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.cassandra_messages import CassandraMessageStore
@@ -63,14 +65,20 @@ def stored_counters(session: CassandraSession) -> dict:
             for r in session.execute("SELECT mailboxid, count, unseen FROM mailboxCounters")}
 
 
-def counters_from_truth(session: CassandraSession) -> dict:
-    """(count, unseen) of every mailbox from ``imapUidTable``, with CQL (the test's own computation)."""
+def _per_mailbox(session: CassandraSession, seen_flags: Iterable[tuple[Any, bool]]) -> dict:
+    """(count, unseen) of every mailbox from (mailbox id, \\Seen) pairs; mailboxes with none get (0, 0)."""
     counts: Counter = Counter()
     unseen: Counter = Counter()
-    for r in session.execute("SELECT mailboxid, flagseen FROM imapUidTable"):
-        counts[r["mailboxid"]] += 1
-        unseen[r["mailboxid"]] += 0 if r["flagseen"] else 1
+    for mailbox_id, seen in seen_flags:
+        counts[mailbox_id] += 1
+        unseen[mailbox_id] += 0 if seen else 1
     return {r["id"]: (counts[r["id"]], unseen[r["id"]]) for r in session.execute("SELECT id FROM mailbox")}
+
+
+def counters_from_truth(session: CassandraSession) -> dict:
+    """(count, unseen) of every mailbox from ``imapUidTable``, with CQL (the test's own computation)."""
+    return _per_mailbox(session, ((r["mailboxid"], r["flagseen"])
+                                  for r in session.execute("SELECT mailboxid, flagseen FROM imapUidTable")))
 
 
 def counters_from_listing(session: CassandraSession) -> dict:
@@ -79,14 +87,9 @@ def counters_from_listing(session: CassandraSession) -> dict:
     projection lacks is not counted (solving message inconsistencies first lists it)."""
     truth = {(r["mailboxid"], r["uid"], r["messageid"]): r["flagseen"]
              for r in session.execute("SELECT mailboxid, uid, messageid, flagseen FROM imapUidTable")}
-    counts: Counter = Counter()
-    unseen: Counter = Counter()
-    for r in session.execute("SELECT mailboxid, uid, messageid FROM messageIdTable"):
-        key = (r["mailboxid"], r["uid"], r["messageid"])
-        if key in truth:
-            counts[r["mailboxid"]] += 1
-            unseen[r["mailboxid"]] += 0 if truth[key] else 1
-    return {r["id"]: (counts[r["id"]], unseen[r["id"]]) for r in session.execute("SELECT id FROM mailbox")}
+    listed = ((r["mailboxid"], r["uid"], r["messageid"])
+              for r in session.execute("SELECT mailboxid, uid, messageid FROM messageIdTable"))
+    return _per_mailbox(session, ((key[0], truth[key]) for key in listed if key in truth))
 
 
 def counters_match_truth(session: CassandraSession) -> None:

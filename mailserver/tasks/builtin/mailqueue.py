@@ -3,7 +3,8 @@
 
 Counts are read live from the queue as James does (``browse_size``: what browse lists, so mails
 just removed no longer count although their broker messages are still there), so a waiting task
-already shows what it is about to clear, and a running one shows the queue shrinking.
+already shows what it is about to clear, and a running one shows the queue shrinking. A finished
+task keeps the counts it ended with: listing tasks must not browse a queue per finished task.
 """
 
 from __future__ import annotations
@@ -16,31 +17,46 @@ from mailserver.tasks.api import Result, Task, format_instant
 from mailserver.tasks.registry import TaskRegistry
 
 
-class ClearMailQueueTask(Task):
+class _CountingQueueTask(Task):
+    """Live counts while waiting or running, the final ones once done."""
+
+    queues: MailQueueFactory
+    queue_name: str
+    _remaining: int | None
+
+    def _remaining_count(self) -> int:
+        if self._remaining is not None:
+            return self._remaining
+        return self.queues.get(self.queue_name).browse_size()
+
+
+class ClearMailQueueTask(_CountingQueueTask):
     type = "clear-mail-queue"
 
     def __init__(self, queues: MailQueueFactory, queue_name: str) -> None:
         self.queues = queues
         self.queue_name = queue_name
         self._initial: int | None = None
+        self._remaining: int | None = None
 
     def run(self) -> Result:
         queue = self.queues.get(self.queue_name)
         self._initial = queue.browse_size()
         queue.clear()
+        self._remaining = queue.browse_size()
         return Result.COMPLETED
 
     def parameters(self) -> dict[str, Any]:
         return {"mailQueueName": self.queue_name}
 
     def additional_information(self) -> dict[str, Any]:
-        remaining = self.queues.get(self.queue_name).browse_size()
+        remaining = self._remaining_count()
         return {"mailQueueName": self.queue_name,
                 "initialCount": remaining if self._initial is None else self._initial,
                 "remainingCount": remaining}
 
 
-class DeleteMailsFromMailQueueTask(Task):
+class DeleteMailsFromMailQueueTask(_CountingQueueTask):
     type = "delete-mails-from-mail-queue"
 
     def __init__(self, queues: MailQueueFactory, queue_name: str, field: RemoveField, value: str) -> None:
@@ -49,18 +65,20 @@ class DeleteMailsFromMailQueueTask(Task):
         self.field = RemoveField(field)
         self.value = value
         self._initial: int | None = None
+        self._remaining: int | None = None
 
     def run(self) -> Result:
         queue = self.queues.get(self.queue_name)
         self._initial = queue.browse_size()
         queue.remove(self.field, self.value)
+        self._remaining = queue.browse_size()
         return Result.COMPLETED
 
     def parameters(self) -> dict[str, Any]:
         return {"mailQueueName": self.queue_name, "field": self.field.value, "value": self.value}
 
     def additional_information(self) -> dict[str, Any]:
-        remaining = self.queues.get(self.queue_name).browse_size()
+        remaining = self._remaining_count()
         # The filter not used is null, as James's DTO.
         filters = {f.value: self.value if f is self.field else None for f in RemoveField}
         return {"mailQueueName": self.queue_name, **filters,
