@@ -76,6 +76,16 @@ class CassandraMessageStore(MessageStore):
     def next_modseq(self, mailbox_id: MailboxId) -> int:
         return self._allocate("modseq", "nextModseq", mailbox_id, 1)
 
+    def _generator(self, table: str, column: str, mailbox_id: MailboxId) -> int:
+        row = self.s.one(f"SELECT {column} FROM {table} WHERE mailboxId = ?", (mailbox_id.value,))
+        return (row[column.lower()] or 0) if row else 0
+
+    def last_uid(self, mailbox_id: MailboxId) -> int:
+        return self._generator("messageCounter", "nextUid", mailbox_id)
+
+    def highest_modseq(self, mailbox_id: MailboxId) -> int:
+        return self._generator("modseq", "nextModseq", mailbox_id)
+
     # -- messageV3 ---------------------------------------------------------------------------
     def save_content(self, content: MessageContent) -> None:
         attachments = [(a.id, a.name, a.cid, a.is_inline) for a in content.attachments] or None

@@ -7,11 +7,12 @@ that drive the group listeners (current quota, fast view, deletion cleanup).
 
 from __future__ import annotations
 
+import io
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from mailserver.blob.api import BlobStore, StoragePolicy
 from mailserver.events.api import EventBus
@@ -47,6 +48,20 @@ from mailserver.model.message import ComposedMessageId, MessageContent, MessageM
 from mailserver.model.quota import QuotaRoot, QuotaUsage
 
 FLAG_UPDATE_RETRIES = 20
+
+
+@dataclass(frozen=True)
+class MailboxState:
+    """What IMAP SELECT and STATUS report, from cheap reads (counters and the uid/modseq generators).
+
+    Any append, copy, move, flag change or expunge changes at least one field, so a session can
+    poll this to learn that its selected mailbox changed.
+    """
+
+    count: int
+    unseen: int
+    uid_next: int
+    highest_modseq: int
 
 
 @dataclass(frozen=True)
@@ -160,6 +175,12 @@ class MailboxManager:
     def counters(self, path: MailboxPath) -> MailboxCounters:
         return self.messages.counters(self.get_mailbox(path).id)
 
+    def mailbox_state(self, path: MailboxPath) -> MailboxState:
+        mailbox = self.get_mailbox(path)
+        counters = self.messages.counters(mailbox.id)
+        return MailboxState(counters.count, counters.unseen, self.messages.last_uid(mailbox.id) + 1,
+                            self.messages.highest_modseq(mailbox.id))
+
     # ------------------------------------------------------------------ messages
     def append(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], *,
                internal_date: datetime | None = None, flags: Flags | None = None,
@@ -205,6 +226,20 @@ class MailboxManager:
             raise MessageNotFound(f"message {message_id} not found")
         bucket = self.blobs.default_bucket
         return self.blobs.read(bucket, content.header_blob_id) + self.blobs.read(bucket, content.body_blob_id)
+
+    def read_header(self, message: MessageMetadata) -> bytes:
+        """The header of a message (up to and including the blank line), from its header blob only."""
+        return self.blobs.read(self.blobs.default_bucket, message.header_blob_id)
+
+    def open_message(self, message_id: MessageId) -> BinaryIO:
+        """The full message as a stream (header blob, then body blob, read in chunks); close it after use."""
+        content = self.messages.get_content(message_id)
+        if content is None:
+            raise MessageNotFound(f"message {message_id} not found")
+        bucket = self.blobs.default_bucket
+        return io.BufferedReader(_Concatenated([lambda: self.blobs.read_stream(bucket, content.header_blob_id),
+                                                lambda: self.blobs.read_stream(bucket, content.body_blob_id)]),
+                                 buffer_size=message_content.CHUNK)
 
     def _select(self, mailbox: Mailbox, uids: Sequence[int] | None) -> list[MessageMetadata]:
         rows = self.messages.list(mailbox.id)
@@ -329,6 +364,39 @@ class MailboxManager:
                 self.events.dispatch(Expunged(user=user, path=mailbox.path, mailbox_id=mailbox_id,
                                               expunged=tuple(rows)))
         return removed
+
+
+class _Concatenated(io.RawIOBase):
+    """Blob streams read one after the other, each opened only when the previous one is exhausted."""
+
+    def __init__(self, openers: list[Callable[[], BinaryIO]]) -> None:
+        super().__init__()
+        self._openers = list(openers)
+        self._current: BinaryIO | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        while True:
+            if self._current is None:
+                if not self._openers:
+                    return 0
+                self._current = self._openers.pop(0)()
+            data = self._current.read(len(view))
+            if data:
+                view[:len(data)] = data
+                return len(data)
+            self._current.close()
+            self._current = None
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+        self._openers.clear()
+        super().close()
 
 
 def _uid_validity() -> int:

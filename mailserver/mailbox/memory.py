@@ -80,6 +80,12 @@ class MemoryMessageStore(MessageStore):
             self._modseqs[mailbox_id] = self._modseqs.get(mailbox_id, 0) + 1
             return self._modseqs[mailbox_id]
 
+    def last_uid(self, mailbox_id: MailboxId) -> int:
+        return self._uids.get(mailbox_id, 0)
+
+    def highest_modseq(self, mailbox_id: MailboxId) -> int:
+        return self._modseqs.get(mailbox_id, 0)
+
     def save_content(self, content: MessageContent) -> None:
         self._contents[content.message_id] = content
 

@@ -61,6 +61,14 @@ class MessageStore(ABC):
     def next_modseq(self, mailbox_id: MailboxId) -> int: ...
 
     @abstractmethod
+    def last_uid(self, mailbox_id: MailboxId) -> int:
+        """The last uid allocated (0 when none), without allocating: IMAP's UIDNEXT is this + 1."""
+
+    @abstractmethod
+    def highest_modseq(self, mailbox_id: MailboxId) -> int:
+        """The last modseq allocated (0 when none), without allocating: IMAP's HIGHESTMODSEQ."""
+
+    @abstractmethod
     def save_content(self, content: MessageContent) -> None: ...
 
     @abstractmethod

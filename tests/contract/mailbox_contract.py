@@ -18,8 +18,10 @@ from mailserver.mailbox.errors import (
     MailboxExists,
     MailboxHasChildren,
     MailboxNotFound,
+    MessageNotFound,
     OverQuota,
 )
+from mailserver.mailbox.manager import MailboxState
 from mailserver.mailbox.store import MailboxCounters
 from mailserver.model.acl import InvalidAcl
 from mailserver.model.address import Username
@@ -35,6 +37,7 @@ from mailserver.model.events import (
     QuotaUsageUpdatedEvent,
 )
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from mailserver.model.ids import MessageId
 from mailserver.model.mailbox import MailboxPath
 from mailserver.model.quota import QuotaLimits, QuotaRoot, QuotaUsage
 
@@ -149,6 +152,30 @@ class MailboxContract:
         assert [m.uid for m in listed] == [1, 2]
         assert listed[0].size == len(message(1))
         assert listed[0].body_start_octet == message(1).index(b"\r\n\r\n") + 4
+
+    def test_mailbox_state_follows_appends_flags_and_expunges_and_uid_next_never_drops(self, ctx, inbox):
+        assert ctx.manager.mailbox_state(inbox) == MailboxState(count=0, unseen=0, uid_next=1, highest_modseq=0)
+        ctx.manager.append(inbox, message(1))
+        second = ctx.manager.append(inbox, message(2))
+        state = ctx.manager.mailbox_state(inbox)
+        assert (state.count, state.unseen, state.uid_next) == (2, 2, 3)
+        assert state.highest_modseq == second.metadata.mod_seq
+        [updated] = ctx.manager.set_flags(inbox, Flags.of(SystemFlag.SEEN, SystemFlag.DELETED), FlagsUpdateMode.ADD,
+                                          [second.id.uid])
+        assert ctx.manager.mailbox_state(inbox).highest_modseq == updated.mod_seq > state.highest_modseq
+        ctx.manager.expunge(inbox)
+        after = ctx.manager.mailbox_state(inbox)
+        assert (after.count, after.unseen, after.uid_next) == (1, 1, 3), "an expunged uid is never announced again"
+
+    def test_header_and_streamed_content_read_back_byte_identical(self, ctx, inbox):
+        raw = WITH_ATTACHMENT
+        result = ctx.manager.append(inbox, raw)
+        assert ctx.manager.read_header(result.metadata) == raw[:result.metadata.body_start_octet]
+        with ctx.manager.open_message(result.id.message_id) as stream:
+            chunks = [stream.read(7), stream.read()]
+        assert b"".join(chunks) == raw and len(chunks[0]) == 7
+        with pytest.raises(MessageNotFound):
+            ctx.manager.open_message(MessageId.generate())
 
     def test_append_updates_counters_quota_fast_view_and_emits_added(self, ctx, recorder, inbox, user):
         result = ctx.manager.append(inbox, message(1), is_delivery=True)
