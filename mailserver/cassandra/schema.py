@@ -145,6 +145,9 @@ TABLES: tuple[Table, ...] = (
       ["group"], {"group": "text", "insertionId": "uuid", "event": "text"}, ck=["insertionId"],
       options="gc_grace_seconds = 0"),
     t("group_table", "events", "Projection: groups having dead letters.", ["group"], {"group": "text"}),
+    t("event_processed", "events", "Extension: events a non-idempotent listener group already applied "
+      "(redeliveries after a crash are skipped); rows expire after 7 days.", ["group", "eventId"],
+      {"group": "text", "eventId": "uuid"}, options="default_time_to_live = 604800"),
     t("eventStore", "events", "Source of truth of event-sourced aggregates (tasks, ACLs, required groups).",
       ["aggregateId"], {"aggregateId": "text", "eventId": "int", "snapshot": "int", "event": "text"},
       ck=["eventId"], static=["snapshot"], options="compaction = {'class': 'LeveledCompactionStrategy'}"),

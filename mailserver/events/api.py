@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 from mailserver.model.events import MailboxEvent
 
 
+class EventBusError(Exception):
+    """An event could neither be delivered nor kept: the caller must treat its operation as failed."""
+
+
 class EventListener(ABC):
-    """A group listener. ``group`` names its durable queue on a distributed bus."""
+    """A group listener. ``group`` names its durable queue on a distributed bus (James's class name)."""
 
     group: str = ""
 
@@ -20,16 +23,13 @@ class EventListener(ABC):
         return True
 
 
-@dataclass(frozen=True)
-class DeadLetter:
-    group: str
-    event: MailboxEvent
-    error: str
-
-
 class EventBus(ABC):
     @abstractmethod
     def register(self, listener: EventListener) -> None: ...
 
     @abstractmethod
     def dispatch(self, *events: MailboxEvent) -> None: ...
+
+    @abstractmethod
+    def redeliver(self, group: str, event_json: str) -> None:
+        """Deliver a dead letter again: to its group, or to every group for the dispatching-failure group."""

@@ -1,25 +1,34 @@
 """Synchronous in-process bus: every group listener runs before ``dispatch`` returns.
 
-Used until the RabbitMQ bus exists, and in unit tests. A failing listener does not stop the
-others nor the caller (as on James's bus, the mailbox operation already happened); the event
-is retried ``retries`` times, then kept as a dead letter for that group.
+For unit tests and single-process tools, behind the same port as the RabbitMQ bus (one contract
+suite runs on both). A failing listener does not stop the others nor the caller (as on James's
+bus, the mailbox operation already happened); the event is retried ``retries`` times, then kept
+as a dead letter of that group, in the dead letters given (memory by default).
 """
 
 from __future__ import annotations
 
 import logging
 
-from mailserver.events.api import DeadLetter, EventBus, EventListener
-from mailserver.model.events import MailboxEvent
+from mailserver.events.api import EventBus, EventListener
+from mailserver.events.dead_letters import EventDeadLetters, MemoryEventDeadLetters
+from mailserver.events.naming import BusNames
+from mailserver.model.events import MailboxEvent, deserialize_event
 
 log = logging.getLogger(__name__)
 
 
 class InProcessEventBus(EventBus):
-    def __init__(self, retries: int = 2) -> None:
+    def __init__(self, retries: int = 2, dead_letters: EventDeadLetters | None = None,
+                 names: BusNames | None = None) -> None:
         self.listeners: list[EventListener] = []
-        self.dead_letters: list[DeadLetter] = []
+        self.dead_letters = dead_letters if dead_letters is not None else MemoryEventDeadLetters()
         self.retries = retries
+        self.names = names or BusNames()
+
+    @property
+    def groups(self) -> list[str]:
+        return [listener.group for listener in self.listeners]
 
     def register(self, listener: EventListener) -> None:
         if any(existing.group == listener.group for existing in self.listeners):
@@ -32,6 +41,18 @@ class InProcessEventBus(EventBus):
                 if listener.accepts(event):
                     self._deliver(listener, event)
 
+    def redeliver(self, group: str, event_json: str) -> None:
+        event = deserialize_event(event_json)
+        if group == self.names.dispatching_failure_group:
+            self.dispatch(event)
+            return
+        for listener in self.listeners:
+            if listener.group == group and listener.accepts(event):
+                self._deliver(listener, event)
+                return
+        if all(listener.group != group for listener in self.listeners):
+            raise ValueError(f"no listener of group {group!r} is registered")
+
     def _deliver(self, listener: EventListener, event: MailboxEvent) -> None:
         last: Exception | None = None
         for _attempt in range(self.retries + 1):
@@ -41,7 +62,7 @@ class InProcessEventBus(EventBus):
             except Exception as exc:  # a listener bug must not break the mailbox operation
                 last = exc
         log.error("listener group %s failed on %s %s: %s", listener.group, event.type_name, event.event_id, last)
-        self.dead_letters.append(DeadLetter(listener.group, event, repr(last)))
+        self.dead_letters.store(listener.group, event)
 
 
 class RecordingListener(EventListener):

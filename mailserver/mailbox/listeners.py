@@ -1,8 +1,9 @@
 """Group listeners of the mailbox layer (James's names): quota, fast view, message deletion.
 
 James runs them asynchronously on the event bus; the in-process bus runs them synchronously,
-the RabbitMQ bus will run them from durable group queues. They must be idempotent enough to
-be retried, and they are where the guide's "current quota" and "fast view" projections live.
+the RabbitMQ bus from durable group queues, in the processes that have the ``listeners`` role.
+They must be idempotent enough to be delivered again, and they are where the guide's "current
+quota" and "fast view" projections live.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 
 from mailserver.blob.api import BlobStore
 from mailserver.events.api import EventListener
+from mailserver.events.processed import ProcessedEvents
 from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
 from mailserver.mailbox.store import FastViewStore, MessageStore, QuotaStore
 from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent, QuotaUsageUpdatedEvent
@@ -24,14 +26,17 @@ class CurrentQuotaUpdater(EventListener):
     """ListeningCurrentQuotaUpdater: +/- count and size on Added, Expunged and MailboxDeletion.
 
     After each update it publishes a ``QuotaUsageUpdatedEvent`` with the root's usage and effective
-    limits, as James does (quota-ratio indexing and threshold mailing consume it).
+    limits, as James does (quota-ratio indexing and threshold mailing consume it). Counting is not
+    idempotent, so with ``processed`` an event delivered again after a crash is counted once.
     """
 
-    group = "org.apache.james.mailbox.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
+    group = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
 
-    def __init__(self, quota: QuotaStore, publish: Callable[[MailboxEvent], None] | None = None) -> None:
+    def __init__(self, quota: QuotaStore, publish: Callable[[MailboxEvent], None] | None = None,
+                 processed: ProcessedEvents | None = None) -> None:
         self.quota = quota
         self.publish = publish
+        self.processed = processed
 
     def accepts(self, event: MailboxEvent) -> bool:
         return isinstance(event, Added | Expunged | MailboxDeletion)
@@ -46,7 +51,10 @@ class CurrentQuotaUpdater(EventListener):
             delta = -QuotaUsage(event.deleted_message_count, event.total_deleted_size)
         else:
             return
-        self.quota.increase(root, delta)
+        if self.processed is None or not self.processed.applied(self.group, event.event_id):
+            self.quota.increase(root, delta)
+            if self.processed is not None:
+                self.processed.mark_applied(self.group, event.event_id)
         if self.publish is not None:
             self.publish(QuotaUsageUpdatedEvent(user=event.user, quota_root=root, usage=self.quota.current(root),
                                                 limits=self.quota.limits(root)))

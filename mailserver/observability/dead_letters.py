@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
+from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
 from mailserver.observability.checks import EVENT_DEAD_LETTERS
 from mailserver.observability.health import HealthCheck, Result
+
+__all__ = ["CONTAIN_EVENTS", "CassandraEventDeadLetters", "EventDeadLettersHealthCheck"]
 
 log = logging.getLogger(__name__)
 
@@ -22,16 +24,6 @@ CONTAIN_EVENTS = "EventDeadLetters contain events. This might indicate transient
 ERROR = "Error checking EventDeadLettersHealthCheck"
 
 CONTAIN_EVENTS_CQL = "SELECT event FROM event_dead_letters LIMIT 1"
-
-
-class CassandraEventDeadLetters:
-    """The cluster-wide dead letters (``event_dead_letters``), as far as the check needs them."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session   # a CassandraSession
-
-    def contain_events(self) -> bool:
-        return self.session.one(CONTAIN_EVENTS_CQL) is not None
 
 
 class EventDeadLettersHealthCheck(HealthCheck):

@@ -12,7 +12,10 @@ from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.domains.api import DomainList
 from mailserver.events.api import EventBus
+from mailserver.events.dead_letters import EventDeadLetters
 from mailserver.events.in_process import InProcessEventBus
+from mailserver.events.rabbitmq import RabbitMQEventBus
+from mailserver.events.required_groups import RequiredGroups
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
@@ -44,6 +47,9 @@ class Backends:
     maintenance: MaintenanceStore
     guard: MaintenanceGuard
     metrics: Metrics
+    bus: RabbitMQEventBus
+    dead_letters: EventDeadLetters
+    required_groups: RequiredGroups
     # Probes of the backends the durable mail path needs (Cassandra, RabbitMQ, S3), then others.
     mail_path_checks: list[HealthCheck]
     other_checks: list[HealthCheck]
@@ -53,7 +59,8 @@ class Backends:
         return [*self.mail_path_checks, *self.other_checks]
 
     def close(self) -> None:
-        for closing in (self.queues.close if hasattr(self.queues, "close") else None, self.session.close):
+        closings = (self.bus.close, self.queues.close if hasattr(self.queues, "close") else None, self.session.close)
+        for closing in closings:
             if closing is None:
                 continue
             try:
@@ -65,8 +72,8 @@ class Backends:
 def dead_letters_check(session: CassandraSession, bus: EventBus) -> HealthCheck:
     """Cluster-wide dead letters (Cassandra) and, while the bus is in-process, this process's own."""
     sources = [CassandraEventDeadLetters(session).contain_events]
-    if isinstance(bus, InProcessEventBus):   # keeps its dead letters in memory until the RabbitMQ bus
-        sources.append(lambda: bool(bus.dead_letters))
+    if isinstance(bus, InProcessEventBus):   # a single-process bus may keep its own, in memory
+        sources.append(bus.dead_letters.contain_events)
     return EventDeadLettersHealthCheck(*sources)
 
 
@@ -77,9 +84,13 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.cassandra.config import CassandraConfig
     from mailserver.cassandra.versions import initialize_schema
     from mailserver.domains.cassandra import CassandraDomainList
+    from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters as DeadLettersStore
+    from mailserver.events.registered_groups import EventBusGroupsHealthCheck, RegisteredGroups
+    from mailserver.eventsourcing.cassandra import CassandraEventStore
     from mailserver.mailbox.wiring import cassandra_context
     from mailserver.maintenance.cassandra import CassandraMaintenanceStore
     from mailserver.observability import checks
+    from mailserver.queue.management import RabbitMQManagement
     from mailserver.queue.metered import MeteredMailQueueFactory
     from mailserver.queue.rabbitmq import DistributedMailQueueFactory
     from mailserver.repository.cassandra import CassandraMailRepositoryStore
@@ -113,9 +124,16 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         others: list[HealthCheck] = []
         if env.get("OPENSEARCH_URL"):
             others.append(checks.OpenSearchHealthCheck(env["OPENSEARCH_URL"]))
-        mailbox = cassandra_context(session, blobs, write_guard=guard.writes_allowed)
+        dead_letters = DeadLettersStore(session)
+        bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
+                               concurrency=settings.event_bus_concurrency, metrics=metrics)
+        mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed)
+        required_groups = RequiredGroups(CassandraEventStore(session))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
-        # Later issues register their checks here (fast-view hit ratio, groups divergence: see checks).
+        management_url = env.get("RABBITMQ_MANAGEMENT_URL")
+        if management_url:
+            registered = RegisteredGroups(RabbitMQManagement(management_url, amqp_url), bus.names)
+            others.append(EventBusGroupsHealthCheck(registered, required_groups.current))
         return Backends(
             session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,
             users=CassandraUsersRepository(session, domains),
@@ -123,6 +141,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             mailbox=mailbox,
             repositories=CassandraMailRepositoryStore(session, contents),
             maintenance=maintenance, guard=guard, metrics=metrics,
+            bus=bus, dead_letters=dead_letters, required_groups=required_groups,
             mail_path_checks=mail_path, other_checks=others)
     except BaseException:
         session.close()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
+from mailserver.events.required_groups import REMOVED, RequireGroups
 from mailserver.mailets.container import MailetContainer
 from mailserver.mailets.spooler import MailSpooler, spooler_for
 from mailserver.observability.health import HealthCheck
@@ -135,6 +136,39 @@ class OutgoingRole(Role):
 
     def alive(self) -> bool:
         return all(delivery_alive(worker) for worker, _ in self.workers)
+
+
+class ListenersRole(Role):
+    """Consumes the event bus for the listener groups this node runs (``MAILSERVER_LISTENER_GROUPS``).
+
+    At start the node records the groups it runs as the required groups (with its name and the
+    date), unbinds the queues of groups no longer required (kept, never deleted) and binds its own.
+    """
+
+    name = "listeners"
+
+    def __init__(self, settings: ServeSettings, backends: Backends) -> None:
+        self.bus = backends.bus
+        self.required_groups = backends.required_groups
+        self.node_name = settings.node_name
+        for group in [g for g in self.bus.groups if not settings.runs_group(g)]:
+            self.bus.unregister(group)
+            log.info("listener group %s is not configured on this node", group)
+
+    def start(self) -> None:
+        changes = self.required_groups.require(RequireGroups.of(self.bus.groups, self.node_name))
+        removed = [c.group for c in changes if c.type == REMOVED]
+        for change in changes:
+            log.info("%s %s (host %s, %s)", change.type, change.group, change.host, change.date)
+        if removed:
+            self.bus.topology.unbind_groups(removed)
+        self.bus.start()
+
+    def stop(self) -> None:
+        self.bus.stop()
+
+    def alive(self) -> bool:
+        return self.bus.consuming()
 
 
 class TasksRole(Role):

@@ -23,7 +23,15 @@ from mailserver.observability.lifecycle import ApplicationLifecycle
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
-from mailserver.runtime.roles import OutgoingRole, Role, SmtpRole, SpoolerRole, TasksRole, WebAdminRole
+from mailserver.runtime.roles import (
+    ListenersRole,
+    OutgoingRole,
+    Role,
+    SmtpRole,
+    SpoolerRole,
+    TasksRole,
+    WebAdminRole,
+)
 from mailserver.runtime.settings import ServeSettings
 from mailserver.tasks.builtin.dag_run import Polling
 from mailserver.tasks.wiring import TaskSettings, cassandra_services
@@ -52,7 +60,7 @@ def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Pollin
     return HttpDagRuns(settings), Polling(settings.poll_interval, settings.unreachable_timeout)
 
 
-START_ORDER = ("tasks", "webadmin", "spooler", "outgoing", "smtp")
+START_ORDER = ("tasks", "webadmin", "listeners", "spooler", "outgoing", "smtp")
 
 
 def start_roles(lifecycle: ApplicationLifecycle, builders: Mapping[str, Callable[[], Role]],
@@ -102,6 +110,7 @@ class Server:
         builders = {
             "tasks": lambda: TasksRole(tasks),
             "webadmin": lambda: WebAdminRole(backends, self.env, tasks, self.lifecycle),
+            "listeners": lambda: ListenersRole(s, backends),
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
             "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]

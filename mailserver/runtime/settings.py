@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mailserver.delivery.resolver import MxHost
+from mailserver.events.retry import RetryPolicy
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
 from mailserver.smtp.config import SmtpConfig
 
-ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks")
+ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
@@ -78,6 +79,24 @@ def parse_queue_limits(spec: str) -> dict[str, int]:
     return limits
 
 
+def parse_groups(spec: str | None) -> tuple[str, ...] | None:
+    """``MAILSERVER_LISTENER_GROUPS``: the listener groups this node runs (unset: all of them)."""
+    if spec is None:
+        return None
+    return tuple(dict.fromkeys(g.strip() for g in spec.split(",") if g.strip()))
+
+
+def event_retry_policy(read: _Reader) -> RetryPolicy:
+    """James's defaults (8 retries, 100 ms first backoff, jitter factor 0.5), each overridable."""
+    jitter = read.optional("MAILSERVER_EVENT_RETRY_JITTER_FACTOR")
+    try:
+        return RetryPolicy(max_retries=read.integer("MAILSERVER_EVENT_RETRY_MAX", 8),
+                           first_backoff=read.integer("MAILSERVER_EVENT_RETRY_FIRST_BACKOFF_MS", 100) / 1000,
+                           jitter_factor=0.5 if jitter is None else float(jitter))
+    except ValueError as exc:
+        raise SettingsError(f"MAILSERVER_EVENT_RETRY_*: {exc}") from None
+
+
 @dataclass(frozen=True)
 class ServeSettings:
     roles: tuple[str, ...] = ROLES
@@ -89,6 +108,16 @@ class ServeSettings:
     node_name: str = field(default_factory=socket.gethostname)
     health_interval: float = 2.0                # seconds between background probes of the backends
     queue_size_limits: dict[str, int] = field(default_factory=dict)   # MailQueueSize check, spool excluded
+    listener_groups: tuple[str, ...] | None = None   # None: every group listener of the server
+    event_bus_concurrency: int = 10                  # James's listeners.xml maxConcurrency
+    event_retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def runs_group(self, group: str) -> bool:
+        """Whether this node runs a listener group: named in full, or by its listener's class name."""
+        if self.listener_groups is None:
+            return True
+        simple = group.rsplit(".", 1)[-1].split("$", 1)[0]
+        return group in self.listener_groups or simple in self.listener_groups
 
     def queue_limits(self) -> dict[str, int]:
         """Every queue with a size limit: the spool's back-pressure limit, then the others."""
@@ -125,6 +154,9 @@ class ServeSettings:
             node_name=read.text("MAILSERVER_NODE_NAME", socket.gethostname()),
             health_interval=float(read.integer("MAILSERVER_HEALTH_INTERVAL_MS", 2000)) / 1000,
             queue_size_limits=parse_queue_limits(read.text("MAILSERVER_QUEUE_SIZE_LIMITS", "")),
+            listener_groups=parse_groups(read.optional("MAILSERVER_LISTENER_GROUPS")),
+            event_bus_concurrency=read.positive("MAILSERVER_EVENT_BUS_CONCURRENCY", 10),
+            event_retry=event_retry_policy(read),
         )
 
 
@@ -151,6 +183,12 @@ class _Reader:
             return int(value)
         except ValueError:
             raise SettingsError(f"{name}: {value!r} is not an integer") from None
+
+    def positive(self, name: str, default: int) -> int:
+        value = self.integer(name, default)
+        if value < 1:
+            raise SettingsError(f"{name}: must be at least 1, got {value}")
+        return value
 
     def size(self, name: str, default: int) -> int:
         value = self.optional(name)

@@ -87,7 +87,7 @@ def test_current_quota_wrong_after_the_listener_failed(mailbox_ctx, cassandra, f
                              "AND quotaComponent = 'MAILBOX'", (QuotaRoot.for_user(user).as_string(),))
     assert {r["quotatype"]: r["currentvalue"] for r in rows} == {"count": 1, "size": len(message(1))}
     assert len(mailbox_ctx.manager.get_messages(inbox)) == 2
-    assert any("ListeningCurrentQuotaUpdater" in d.group for d in mailbox_ctx.bus.dead_letters)
+    assert any("ListeningCurrentQuotaUpdater" in group for group in mailbox_ctx.bus.dead_letters.groups())
 
 
 def test_fast_view_projection_missing_after_the_listener_failed(mailbox_ctx, cassandra, faults, user):

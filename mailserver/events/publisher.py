@@ -1,0 +1,123 @@
+"""Confirmed, persistent publishing to RabbitMQ from any thread.
+
+pika's ``BlockingConnection`` is not thread-safe, so the publisher keeps a small pool of
+connections, each with one channel in confirm mode, and lends one to a thread per publish: the
+number of connections stays bounded whatever the number of threads that dispatch events. A
+publish returns only once the broker confirmed it; a nack is retried (James retries twice, 100 ms
+apart), a dead connection is replaced once, anything else raises ``PublishError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pika
+import pika.exceptions as px
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+log = logging.getLogger(__name__)
+
+CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.StreamLostError,
+                     px.ChannelClosed, px.ChannelWrongStateError, ConnectionError, OSError)
+
+
+class PublishError(Exception):
+    """The broker did not take the message (unreachable, nacked, unroutable)."""
+
+
+class _Link:
+    def __init__(self, params: pika.URLParameters) -> None:
+        self.connection = pika.BlockingConnection(params)
+        self.channel = self.connection.channel()
+        self.channel.confirm_delivery()
+
+    def usable(self) -> bool:
+        return self.connection.is_open and self.channel.is_open
+
+    def close(self) -> None:
+        try:
+            if self.connection.is_open:
+                self.connection.close()
+        except Exception:  # already gone: nothing to release
+            log.debug("closing an AMQP connection failed", exc_info=True)
+
+
+class ConfirmingPublisher:
+    def __init__(self, amqp_url: str, *, connections: int = 4, nack_retries: int = 2) -> None:
+        if connections < 1:
+            raise ValueError("a publisher needs at least one connection")
+        self.params = pika.URLParameters(amqp_url)
+        self.nack_retries = nack_retries
+        self._free: queue.LifoQueue[_Link | None] = queue.LifoQueue()
+        for _ in range(connections):
+            self._free.put(None)     # opened lazily, on first use
+        self._all: list[_Link] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def publish(self, exchange: str, routing_key: str, body: bytes | str,
+                headers: Mapping[str, Any] | None = None, *, mandatory: bool = True) -> None:
+        """Persistent, ``text/plain`` as James; returns once confirmed by the broker."""
+        if self._closed:
+            raise PublishError("the publisher is closed")
+        properties = pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent, content_type="text/plain",
+                                          headers=dict(headers) if headers else None)
+        data = body.encode() if isinstance(body, str) else body
+
+        @retry(retry=retry_if_exception_type(px.NackError), stop=stop_after_attempt(self.nack_retries + 1),
+               wait=wait_fixed(0.1), reraise=True)
+        def confirmed(link: _Link) -> None:
+            link.channel.basic_publish(exchange, routing_key, data, properties, mandatory=mandatory)
+
+        link: _Link | None = self._borrow()
+        try:
+            for attempt in (1, 2):
+                try:
+                    if link is None:
+                        link = self._open()
+                    confirmed(link)
+                    return
+                except px.UnroutableError as exc:
+                    raise PublishError(f"unroutable: no queue bound to {exchange!r} with key {routing_key!r}") from exc
+                except px.NackError as exc:
+                    raise PublishError(f"nacked by the broker ({exchange!r})") from exc
+                except CONNECTION_ERRORS as exc:
+                    # The broker restarted or dropped us: one fresh connection, one more try.
+                    if link is not None:
+                        self._discard(link)
+                        link = None
+                    if attempt == 2:
+                        raise PublishError(f"RabbitMQ unreachable: {type(exc).__name__}: {exc}") from exc
+        finally:
+            self._free.put(link if link is not None and link.usable() else None)
+
+    def _borrow(self) -> _Link | None:
+        """A pooled link, or None when its connection must be (re)opened by the caller."""
+        link = self._free.get()
+        if link is not None and not link.usable():
+            self._discard(link)
+            return None
+        return link
+
+    def _open(self) -> _Link:
+        link = _Link(self.params)
+        with self._lock:
+            self._all.append(link)
+        return link
+
+    def _discard(self, link: _Link) -> None:
+        with self._lock:
+            if link in self._all:
+                self._all.remove(link)
+        link.close()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            links, self._all = self._all, []
+        for link in links:
+            link.close()
