@@ -17,24 +17,30 @@ from mailserver.blob.api import StoragePolicy
 from mailserver.model.mail import MailContent
 from mailserver.queue.content import MimeMessageStore
 
-_FIELD_START = re.compile(rb"^[!-9;-~]+:")  # a field name: printable ASCII except ':' and space
+_FIELD_NAME = re.compile(rb"^[!-9;-~]+:")  # a field name: printable ASCII except ':' and space
+# A header line: a field name, then (RFC 5322 obs-header) optional blanks before the colon.
+_FIELD_START = re.compile(rb"^[!-9;-~]+[ \t]*:")
 
 
 def split_fields(header: bytes) -> tuple[list[bytes], bytes]:
-    """The header block as raw fields (each with its continuation lines) and the separator."""
-    body_sep = b""
-    block = header
-    for sep in (b"\r\n\r\n", b"\n\n"):
-        if block.endswith(sep):
-            block, body_sep = block[: -len(sep) // 2], sep[len(sep) // 2:]
-            break
+    """The header block as raw fields (each with its continuation lines) and what follows them.
+
+    The header ends at the first line that is neither a field nor a continuation line (RFC
+    5322 2.2, as Postfix's cleanup and mime4j read it): usually the empty line, but a message
+    whose body starts without that empty line has its body here too, and a header-only
+    message has nothing after its fields. What follows is returned untouched.
+    """
     fields: list[bytes] = []
-    for line in block.splitlines(keepends=True):
+    offset = 0
+    for line in header.splitlines(keepends=True):
         if fields and line[:1] in (b" ", b"\t"):
             fields[-1] += line
-        else:
+        elif _FIELD_START.match(line):
             fields.append(line)
-    return fields, body_sep
+        else:
+            break
+        offset += len(line)
+    return fields, header[offset:]
 
 
 def field_name(raw_field: bytes) -> str:
@@ -56,14 +62,14 @@ def header_values(header: bytes, name: str) -> list[str]:
     return [field_value(f) for f in split_fields(header)[0] if field_name(f).lower() == lowered]
 
 
-def _eol(fields: list[bytes], body_sep: bytes) -> bytes:
-    if body_sep:
-        return body_sep
-    return b"\r\n" if fields and fields[0].endswith(b"\r\n") else b"\n"
+def _eol(fields: list[bytes]) -> bytes:
+    """The line ending the sender used (SMTP's CRLF when the header says nothing)."""
+    first = fields[0] if fields else b""
+    return b"\n" if first.endswith(b"\n") and not first.endswith(b"\r\n") else b"\r\n"
 
 
 def encode_field(name: str, value: str, eol: bytes = b"\r\n") -> bytes:
-    if not _FIELD_START.match(name.encode("ascii", "replace") + b":"):
+    if not _FIELD_NAME.match(name.encode("ascii", "replace") + b":"):
         raise ValueError(f"invalid header name {name!r}")
     if any(c in value for c in "\r\n"):
         raise ValueError(f"header value of {name} must not contain line breaks")
@@ -73,16 +79,22 @@ def encode_field(name: str, value: str, eol: bytes = b"\r\n") -> bytes:
 
 def edit_header(header: bytes, *, remove: tuple[str, ...] = (), add: tuple[tuple[str, str], ...] = (),
                 prepend: tuple[tuple[str, str], ...] = ()) -> bytes:
-    """Remove every field named in ``remove``, append ``add`` and prepend ``prepend`` fields."""
-    fields, body_sep = split_fields(header)
-    eol = _eol(fields, body_sep)
+    """Remove every field named in ``remove``, append ``add`` and prepend ``prepend`` fields.
+
+    Added fields go at the end of the header, never after body text: when the body starts
+    without the empty line, that line is inserted so the result reads the same everywhere.
+    """
+    fields, rest = split_fields(header)
+    eol = _eol(fields)
     if fields and not fields[-1].endswith((b"\n", b"\r")):
         fields[-1] += eol  # a header-only message without a final line break
+    if rest and not rest.startswith((b"\r\n", b"\n")):
+        rest = eol + rest
     lowered = {n.lower() for n in remove}
     kept = [f for f in fields if field_name(f).lower() not in lowered]
     head = [encode_field(n, v, eol) for n, v in prepend]
     tail = [encode_field(n, v, eol) for n, v in add]
-    return b"".join(head + kept + tail) + body_sep
+    return b"".join(head + kept + tail) + rest
 
 
 def rewrite_header(contents: MimeMessageStore, content: MailContent,
