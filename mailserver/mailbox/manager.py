@@ -28,7 +28,6 @@ from mailserver.mailbox.errors import (
     OverQuota,
 )
 from mailserver.mailbox.store import MailboxCounters, MailboxStore, MessageStore, QuotaStore
-from mailserver.model import acl as acl_model
 from mailserver.model.address import Username
 from mailserver.model.events import (
     Added,
@@ -167,9 +166,8 @@ class MailboxManager:
         mailbox = self.get_mailbox(path)
         old, new = self.acl.set_rights(mailbox.id, key, rights)
         if old != new:
-            added, removed = acl_model.diff(old, new)
             self.events.dispatch(MailboxACLUpdated(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
-                                                   added=added, removed=removed))
+                                                   old_acl=dict(old), new_acl=dict(new)))
         return new
 
     def counters(self, path: MailboxPath) -> MailboxCounters:
@@ -322,7 +320,7 @@ class MailboxManager:
                 return None
             new = current.with_flags(new_flags, self.messages.next_modseq(current.mailbox_id))
             if self.messages.update_flags(current, new):
-                return UpdatedFlags(new.uid, new.mod_seq, current.flags, new_flags, new.message_id)
+                return UpdatedFlags(new.uid, new.mod_seq, current.flags, new_flags, new.message_id, new.internal_date)
             # Lost the compare-and-set on modSeq: re-read the truth and apply the change again.
             fresh = [m for m in self.messages.find_by_message_id(current.message_id)
                      if m.mailbox_id == current.mailbox_id and m.uid == current.uid]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+from mailserver.model.jsonvalues import Fields
 
 
 class SystemFlag(StrEnum):
@@ -49,6 +52,12 @@ class Flags:
         return {"systemFlags": sorted(f.value for f in self.system), "userFlags": sorted(self.user)}
 
     @classmethod
-    def from_json(cls, data: dict) -> Flags:
-        return cls(frozenset(SystemFlag(v) for v in data.get("systemFlags", [])),
-                   frozenset(data.get("userFlags", [])))
+    def from_json(cls, data: Any) -> Flags:
+        """James's flags object; a missing list is empty, an unknown system flag is a ValueError."""
+        fields = Fields(data, "flags")
+        system = fields.texts("systemFlags") if fields.has("systemFlags") else []
+        user = fields.texts("userFlags") if fields.has("userFlags") else []
+        try:
+            return cls(frozenset(SystemFlag(v) for v in system), frozenset(user))
+        except ValueError:
+            raise ValueError(f"flags: unknown system flag in {system!r}") from None

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 
 def _timeuuid(value: uuid.UUID | str) -> uuid.UUID:
-    parsed = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    try:
+        parsed = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        raise ValueError(f"not a UUID: {value!r}") from None
     if parsed.version != 1:
         raise ValueError(f"not a time-based UUID: {value}")
     return parsed

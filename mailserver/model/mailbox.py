@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mailserver.model.address import Username
 from mailserver.model.ids import MailboxId
+from mailserver.model.jsonvalues import Fields
 
 PRIVATE_NAMESPACE = "#private"
 DELIMITER = "."
@@ -65,6 +67,16 @@ class MailboxPath:
 
     def to_json(self) -> dict[str, str]:
         return {"namespace": self.namespace, "user": str(self.user), "name": self.name}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "path") -> MailboxPath:
+        """James's ``{namespace, user, name}``; an absent or empty namespace is ``#private`` as in James.
+
+        The name is taken as it is (no validation): it names a mailbox that already exists.
+        """
+        fields = Fields(data, where)
+        namespace = fields.text("namespace", "") or PRIVATE_NAMESPACE
+        return cls(namespace, Username.of(fields.text("user")), fields.text("name"))
 
     def __str__(self) -> str:
         return self.as_string()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from mailserver.model.address import Domain, Username
 from mailserver.model.mailbox import PRIVATE_NAMESPACE
@@ -25,6 +26,18 @@ class QuotaScope(StrEnum):
     DOMAIN = "domain"
     USER = "user"
 
+    @property
+    def event_name(self) -> str:
+        """The name in event JSON (James's ``Quota.Scope`` enum): ``Global``, ``Domain``, ``User``."""
+        return self.value.capitalize()
+
+    @classmethod
+    def from_event_name(cls, name: str) -> QuotaScope:
+        scope = next((s for s in cls if s.event_name == name), None)
+        if scope is None:
+            raise ValueError(f"unknown quota scope {name!r}: expected Global, Domain or User")
+        return scope
+
 
 @dataclass(frozen=True, order=True)
 class QuotaRoot:
@@ -36,6 +49,16 @@ class QuotaRoot:
     @classmethod
     def for_user(cls, user: Username) -> QuotaRoot:
         return cls(f"{PRIVATE_NAMESPACE}&{user}", user.domain)
+
+    @classmethod
+    def from_json(cls, value: Any) -> QuotaRoot:
+        """``<namespace>&<user>`` as James's DefaultQuotaRootDeserializer reads it (domain from the user)."""
+        if not isinstance(value, str) or "&" not in value:
+            raise ValueError(f"quota root {value!r}: expected '<namespace>&<user>'")
+        return cls(value, Username.of(value.split("&")[1]).domain)
+
+    def to_json(self) -> str:
+        return self.value
 
     def as_string(self) -> str:
         """The identifier of ``quotaCurrentValue`` rows (James's ``QuotaRoot.asString()``)."""

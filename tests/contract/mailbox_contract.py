@@ -133,8 +133,11 @@ class MailboxContract:
         ctx.manager.set_rights(path, "alice@example.com", "")
         assert ctx.manager.get_acl(path) == {"-bob@example.com": "w"}
         updates = [e for e in recorder.of_type(MailboxACLUpdated) if e.user == user]
-        assert [(e.added, e.removed) for e in updates] == [
-            ({"alice@example.com": "lr"}, {}), ({"-bob@example.com": "w"}, {}), ({}, {"alice@example.com": "lr"})]
+        assert [(e.old_acl, e.new_acl) for e in updates] == [
+            ({}, {"alice@example.com": "lr"}),
+            ({"alice@example.com": "lr"}, {"alice@example.com": "lr", "-bob@example.com": "w"}),
+            ({"alice@example.com": "lr", "-bob@example.com": "w"}, {"-bob@example.com": "w"})]
+        assert updates[-1].changes() == ({}, {"alice@example.com": "lr"})
         with pytest.raises(InvalidAcl):
             ctx.manager.set_rights(path, "alice@example.com", "lrz")
         ctx.manager.delete_mailbox(path)
@@ -199,8 +202,8 @@ class MailboxContract:
         assert all(e.limits == QuotaLimits(count=10, size=10_000) for e in updates)
         as_json = updates[-1].to_json()["QuotaUsageUpdatedEvent"]
         assert as_json["quotaRoot"] == f"#private&{user}" and "sessionId" not in as_json
-        assert as_json["countQuota"] == {"used": 1, "limit": 10}
-        assert as_json["sizeQuota"] == {"used": len(message(2)), "limit": 10_000}
+        assert as_json["countQuota"] == {"used": 1, "limit": 10, "limits": {}}  # per-scope limits: not known yet
+        assert as_json["sizeQuota"] == {"used": len(message(2)), "limit": 10_000, "limits": {}}
 
     def test_fast_view_detects_attachments(self, ctx, inbox):
         result = ctx.manager.append(inbox, WITH_ATTACHMENT)
