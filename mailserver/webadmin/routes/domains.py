@@ -8,17 +8,27 @@ from mailserver.domains.api import DomainAlreadyExists, DomainList, DomainNotFou
 from mailserver.model.address import Domain, InvalidAddress
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.rrt.mapping import Mapping, MappingType
+from mailserver.webadmin import validation
 from mailserver.webadmin.errors import bad_request, not_found
 
 NO_CONTENT = 204
 
 
 def parse_domain(raw: str) -> Domain:
+    """Lenient: finds (and removes) domains whatever their spelling (``Example.COM.``)."""
     # James's rules first (its messages), then ours (labels, IDNA).
     if not raw or len(raw) > 255 or "@" in raw or "/" in raw:
         raise bad_request(f"Invalid domain name: {raw!r} (non-empty, at most 255 characters, no '@' nor '/')")
     try:
         return Domain.of(raw)
+    except InvalidAddress as exc:
+        raise bad_request(str(exc)) from exc
+
+
+def new_domain(raw: str) -> Domain:
+    """Strict: a domain about to be stored (``validation.domain``)."""
+    try:
+        return validation.domain(raw)
     except InvalidAddress as exc:
         raise bad_request(str(exc)) from exc
 
@@ -40,7 +50,7 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
     @api.put("/domains/{domain}", status_code=NO_CONTENT, summary="Add a domain (idempotent)")
     def add(domain: str) -> Response:
         try:
-            domains.add(parse_domain(domain))
+            domains.add(new_domain(domain))
         except DomainAlreadyExists:
             pass   # James answers 204 for an existing domain too
         return Response(status_code=NO_CONTENT)
@@ -60,7 +70,7 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
 
     @api.put("/domains/{destination}/aliases/{source}", status_code=NO_CONTENT, summary="Add a domain alias")
     def add_alias(destination: str, source: str) -> Response:
-        d, s = _managed(domains, destination), parse_domain(source)
+        d, s = _managed(domains, destination), new_domain(source)
         if d == s:
             raise bad_request("Source domain and destination domain can not have same value")
         if Mapping(MappingType.DOMAIN_ALIAS, d.name) not in rrt.get_stored_mappings(f"*@{s.name}"):

@@ -15,6 +15,7 @@ from mailserver.users.api import (
     UserNotFound,
     UsersRepository,
 )
+from mailserver.webadmin import validation
 from mailserver.webadmin.errors import WebAdminError, bad_request, conflict, not_found
 
 NO_CONTENT = 204
@@ -27,8 +28,17 @@ class PasswordBody(BaseModel):
 
 
 def parse_username(raw: str) -> Username:
+    """Lenient: finds (and deletes) names stored before ``validation`` existed."""
     try:
         return Username.of(raw)
+    except InvalidAddress as exc:
+        raise bad_request(str(exc)) from exc
+
+
+def new_username(raw: str) -> Username:
+    """Strict: a name about to be stored (``validation.username``)."""
+    try:
+        return validation.username(raw)
     except InvalidAddress as exc:
         raise bad_request(str(exc)) from exc
 
@@ -50,7 +60,7 @@ def router(users: UsersRepository, rrt: RecipientRewriteTable) -> APIRouter:
     @api.put("/users/{username}", status_code=NO_CONTENT,
              summary="Create a user (409 if present); with ?force create or change the password")
     def put_user(username: str, body: PasswordBody, force: str | None = Query(None)) -> Response:
-        user = parse_username(username)
+        user = new_username(username)
         try:
             if force is not None and users.contains(user):
                 users.update_password(user, body.password)

@@ -1,0 +1,100 @@
+"""User names and domains an admin creates: checked before they are stored, normalised as James does.
+
+``Username.of`` / ``Domain.of`` (the model) normalise (lower case, IDNA) and quietly accept or
+repair what an account or a domain must never be named: NUL and other control characters,
+fullwidth or other compatibility forms (IDNA folds a fullwidth ``example.com`` into the ASCII one),
+a trailing dot. Names that reach storage through WebAdmin go through here first:
+
+* **every name**: not empty; no control, format, private-use, unassigned or surrogate code
+  point and no white space; stable under Unicode NFKC (no fullwidth or compatibility form);
+* **domain** (James's ``org.apache.james.core.Domain``): at most 253 characters; labels
+  separated by single dots (no empty label, so no leading, trailing or doubled dot), each of
+  letters, digits, ``-`` and ``_``, neither starting nor ending with ``-`` or ``_``, at most 63
+  characters; then ``Domain.of`` (lower case, IDNA, its label check);
+* **user name** (James's ``Username`` and ``UsersRepositoryImpl``): at most 255 characters, one
+  ``@`` at most; a local part of at most 64 characters (RFC 5321 4.5.3.1.1) without any of
+  James's forbidden ``"(),:; <>@[\\]`` (nor ``/``, which WebAdmin paths cannot carry); the domain
+  part as above; then ``Username.of`` (lower case).
+
+Lookups and deletions keep the lenient parsers, so a name stored before these rules can still
+be found and removed.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from mailserver.model.address import Domain, InvalidAddress, Username
+
+MAX_USERNAME = 255        # James's Username.MAXIMUM_MAIL_ADDRESS_LENGTH
+MAX_LOCAL_PART = 64       # RFC 5321 4.5.3.1.1
+MAX_DOMAIN = 253          # James's Domain.MAXIMUM_DOMAIN_LENGTH
+MAX_LABEL = 63
+ILLEGAL_LOCAL_PART = frozenset('"(),:; <>@[\\]/')
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_LABEL_EDGES = "-_"
+
+
+class InvalidName(InvalidAddress):
+    """A name WebAdmin refuses to store (the route answers 400 with this message as details)."""
+
+
+def check_text(raw: str, what: str) -> None:
+    """Not empty, no control or invisible code point, no white space, NFKC-stable."""
+    if not raw:
+        raise InvalidName(f"{what} must not be empty")
+    for char in raw:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or char.isspace():
+            raise InvalidName(f"{what} {raw!r} contains the forbidden character U+{ord(char):04X}")
+    normal = unicodedata.normalize("NFKC", raw)
+    if normal != raw:
+        raise InvalidName(f"{what} {raw!r} is not in Unicode normal form NFKC (fullwidth or compatibility "
+                          f"characters); write it {normal!r}")
+
+
+def domain(raw: str) -> Domain:
+    """The normalised domain; raises InvalidName."""
+    check_text(raw, "domain")
+    if len(raw) > MAX_DOMAIN:
+        raise InvalidName(f"domain is longer than {MAX_DOMAIN} characters")
+    if not (raw.startswith("[") and raw.endswith("]")):   # address literals: Domain.of checks them
+        for label in raw.split("."):
+            _check_label(raw, label)
+    try:
+        return Domain.of(raw)
+    except InvalidAddress as exc:
+        raise InvalidName(str(exc)) from None
+
+
+def _check_label(raw: str, label: str) -> None:
+    if not label:
+        raise InvalidName(f"domain {raw!r} has an empty label (leading, trailing or doubled dot)")
+    if len(label) > MAX_LABEL:
+        raise InvalidName(f"domain {raw!r} has a label longer than {MAX_LABEL} characters")
+    bad = next((c for c in label if not (c.isalnum() or c in _LABEL_EDGES)), None)
+    if bad is not None:
+        raise InvalidName(f"domain {raw!r}: {bad!r} is not allowed (letters, digits, '-' and '_' only)")
+    if label[0] in _LABEL_EDGES or label[-1] in _LABEL_EDGES:
+        raise InvalidName(f"domain {raw!r}: a label must not start or end with '-' or '_'")
+
+
+def username(raw: str) -> Username:
+    """The normalised user name; raises InvalidName."""
+    check_text(raw, "username")
+    if len(raw) > MAX_USERNAME:
+        raise InvalidName(f"username is longer than {MAX_USERNAME} characters")
+    local, at, domain_part = raw.partition("@")
+    if not local:
+        raise InvalidName(f"username {raw!r} has an empty local part")
+    if len(local) > MAX_LOCAL_PART:
+        raise InvalidName(f"username {raw!r} has a local part longer than {MAX_LOCAL_PART} characters")
+    bad = next((c for c in local if c in ILLEGAL_LOCAL_PART), None)
+    if bad is not None:
+        raise InvalidName(f"username {raw!r} must not contain any of {''.join(sorted(ILLEGAL_LOCAL_PART))!r} "
+                          f"(found {bad!r})")
+    if at:
+        domain(domain_part)
+    try:
+        return Username.of(raw)
+    except InvalidAddress as exc:
+        raise InvalidName(str(exc)) from None
