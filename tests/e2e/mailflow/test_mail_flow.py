@@ -36,7 +36,8 @@ def test_mail_for_a_local_user_is_stored_in_cassandra_and_s3(mail_world: MailWor
     (metadata,) = manager.get_messages(path)                      # imapUidTable / messageIdTable rows
     counters = manager.counters(path)                             # mailboxCounters
     assert (counters.count, counters.unseen) == (1, 1)
-    usage = mail_world.backends.mailbox.quota.current(QuotaRoot.for_user(Username.of(alice)))
+    quota, root = mail_world.backends.mailbox.quota, QuotaRoot.for_user(Username.of(alice))
+    usage = eventually(lambda: (u := quota.current(root)).count and u)   # the listeners role updates it
     assert (usage.count, usage.size) == (1, metadata.size)        # currentQuota
     bucket = mail_world.env["S3_DEFAULT_BUCKET"]
     head = s3_client(stack).head_object(Bucket=bucket, Key=metadata.header_blob_id)   # content in S3
