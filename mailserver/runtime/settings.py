@@ -141,7 +141,10 @@ class ServeSettings:
             tls_key=read.optional("MAILSERVER_SMTP_TLS_KEY"),
             require_starttls=read.boolean("MAILSERVER_SMTP_REQUIRE_STARTTLS", False),
             spool_size_limit=read.optional_integer("MAILSERVER_SMTP_SPOOL_LIMIT"),
-            max_connections=read.optional_integer("MAILSERVER_SMTP_MAX_CONNECTIONS"),
+            # 0 lifts a cap; unset keeps SmtpConfig's default (500 sessions, 20 per address)
+            max_connections=read.cap("MAILSERVER_SMTP_MAX_CONNECTIONS", SmtpConfig.max_connections),
+            max_connections_per_ip=read.cap("MAILSERVER_SMTP_MAX_CONNECTIONS_PER_IP",
+                                            SmtpConfig.max_connections_per_ip),
         )
         mx = read.optional("MAILSERVER_MX_STATIC")
         return cls(
@@ -189,6 +192,15 @@ class _Reader:
         if value < 1:
             raise SettingsError(f"{name}: must be at least 1, got {value}")
         return value
+
+    def cap(self, name: str, default: int | None) -> int | None:
+        """A limit: unset -> ``default``, ``0`` -> no limit (None), else a positive integer."""
+        value = self.optional_integer(name)
+        if value is None:
+            return default
+        if value < 0:
+            raise SettingsError(f"{name}: {value} is negative (0 lifts the limit)")
+        return value or None
 
     def size(self, name: str, default: int) -> int:
         value = self.optional(name)

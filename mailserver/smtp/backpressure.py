@@ -3,7 +3,8 @@
 Conditions are pluggable; each belongs to a stage:
 
 * ``CONNECT`` (checked on connection, HELO/EHLO and again at MAIL): maintenance mode, an
-  unhealthy backend, too many sessions -> ``421 4.3.2`` and the connection is closed;
+  unhealthy backend -> ``421 4.3.2`` and the connection is closed (too many sessions is a
+  policy refusal, ``421 4.7.0``: ``limits.py``);
 * ``MAIL`` (checked at MAIL FROM): the spool queue over its size limit -> ``452 4.3.1``; the
   session stays open so the client can retry later.
 
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 
 SERVICE_UNAVAILABLE = "421 4.3.2 Service not available, closing transmission channel"
 MAINTENANCE = "421 4.3.2 Service temporarily unavailable for maintenance, closing transmission channel"
-TOO_MANY_CONNECTIONS = "421 4.3.2 Too many connections, try again later"
 SPOOL_FULL = "452 4.3.1 Insufficient system storage, try again later"
 
 

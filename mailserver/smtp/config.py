@@ -1,7 +1,8 @@
 """SMTP intake configuration (James's ``smtpserver.xml``, reduced to what this server honours).
 
 Secure defaults: no authorized network unless configured (an open relay is never the
-default), AUTH only offered over TLS, messages up to 25 MiB.
+default), AUTH only offered over TLS, messages up to 25 MiB, at most 500 sessions (20 per
+client address).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class SmtpConfig:
     tls_key: Path | str | None = None
     require_starttls: bool = False          # refuse MAIL before STARTTLS (needs a certificate)
     spool_size_limit: int | None = None     # back-pressure: 452 4.3.1 above this many mails in the spool
-    max_connections: int | None = None      # 421 4.3.2 beyond this many concurrent sessions
+    max_connections: int | None = 500       # 421 4.7.0 beyond this many concurrent sessions; None: no cap
+    max_connections_per_ip: int | None = 20  # 421 4.7.0 beyond this many from one address; None: no cap
     timeout: float = 300.0                  # idle seconds before the session is dropped
     io_threads: int = 16                    # pool for blocking calls (enqueue, blob store, DomainList, hashing)
     strict_crlf: bool = True                # refuse a bare CR/LF in DATA (James 3.7.5+) and bare-LF command lines
@@ -64,7 +66,9 @@ class SmtpConfig:
         if self.spool_size_limit is not None and self.spool_size_limit < 0:
             raise ValueError("spool_size_limit must be >= 0")
         if self.max_connections is not None and self.max_connections < 1:
-            raise ValueError("max_connections must be >= 1")
+            raise ValueError("max_connections must be >= 1 (None: no cap)")
+        if self.max_connections_per_ip is not None and self.max_connections_per_ip < 1:
+            raise ValueError("max_connections_per_ip must be >= 1 (None: no cap)")
         if self.io_threads < 1:
             raise ValueError("io_threads must be >= 1")
         object.__setattr__(self, "authorized_networks", tuple(self.authorized_networks))

@@ -31,7 +31,6 @@ from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.smtp.backpressure import (
-    TOO_MANY_CONNECTIONS,
     BackPressure,
     HealthCondition,
     MaintenanceCondition,
@@ -40,6 +39,7 @@ from mailserver.smtp.backpressure import (
 )
 from mailserver.smtp.config import SmtpConfig
 from mailserver.smtp.handler import BareLineFeed, IntakeHandler
+from mailserver.smtp.limits import ConnectionLimits
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -111,9 +111,12 @@ class IntakeSMTP(SMTP):
                 self.remote_addr = str(peer[0])
                 self.remote_host = self.remote_addr  # no reverse DNS lookup (module docs)
             self.owner._sessions.add(self)
+            self.owner.limits.opened(self.remote_addr)
 
     def connection_lost(self, error: Exception | None) -> None:
-        self.owner._sessions.discard(self)
+        if self in self.owner._sessions:
+            self.owner._sessions.discard(self)
+            self.owner.limits.closed(self.remote_addr)
         super().connection_lost(error)
 
     def tls_info(self) -> tuple[str, str] | None:
@@ -160,9 +163,9 @@ class IntakeSMTP(SMTP):
     async def _handle_client(self) -> None:
         with mdc(**self._mdc_fields()):
             log.info("connection from %s", self.remote_addr)
-            limit = self.owner.config.max_connections
-            if limit is not None and len(self.owner._sessions) > limit:
-                await self._refuse(TOO_MANY_CONNECTIONS)
+            too_many = self.owner.limits.refusal(self.remote_addr)
+            if too_many:
+                await self._refuse(too_many)
                 return
             handler: IntakeHandler = self.event_handler
             refusal = await handler.refusal(Stage.CONNECT)
@@ -202,6 +205,7 @@ class SmtpServer:
         self.tls_context = config.tls_context()
         self._server: asyncio.AbstractServer | None = None
         self._sessions: set[IntakeSMTP] = set()
+        self.limits = ConnectionLimits(config.max_connections, config.max_connections_per_ip)
         self.port: int | None = None
 
     def _protocol(self) -> IntakeSMTP:
