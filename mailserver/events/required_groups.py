@@ -19,6 +19,12 @@ from mailserver.eventsourcing.aggregate import CommandHandler, NewEvent
 from mailserver.eventsourcing.api import Event, EventStore, History
 
 AGGREGATE_ID = "RequiredGroups-mailboxEvent"
+
+
+def aggregate_id(bus: str = "mailboxEvent", vhost: str = "/") -> str:
+    """One aggregate per bus: its name, and the broker's virtual host when it is not the default one
+    (two buses sharing a keyspace on separate virtual hosts have separate groups)."""
+    return f"RequiredGroups-{bus}" if vhost == "/" else f"RequiredGroups-{bus}@{vhost}"
 ADDED = "RequiredGroupAdded"
 REMOVED = "RequiredGroupRemoved"
 

@@ -15,7 +15,7 @@ from mailserver.events.api import EventBus
 from mailserver.events.dead_letters import EventDeadLetters
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.events.rabbitmq import RabbitMQEventBus
-from mailserver.events.required_groups import RequiredGroups
+from mailserver.events.required_groups import RequiredGroups, aggregate_id
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
@@ -80,6 +80,8 @@ def dead_letters_check(session: CassandraSession, bus: EventBus) -> HealthCheck:
 def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Backends:
     """Connect to Cassandra (creating missing tables), S3 and RabbitMQ; refuse an unsupported schema version."""
     # Imported here so that `mailserver --help` does not load the drivers.
+    import pika
+
     from mailserver.blob.s3 import S3BlobStore, S3Config, make_client
     from mailserver.cassandra.config import CassandraConfig
     from mailserver.cassandra.versions import initialize_schema
@@ -128,7 +130,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
                                concurrency=settings.event_bus_concurrency, metrics=metrics)
         mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed)
-        required_groups = RequiredGroups(CassandraEventStore(session))
+        required_groups = RequiredGroups(CassandraEventStore(session),
+                                         aggregate_id(bus.names.bus, pika.URLParameters(amqp_url).virtual_host))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
         management_url = env.get("RABBITMQ_MANAGEMENT_URL")
         if management_url:
