@@ -7,13 +7,17 @@ temporary file, so a 50 MB message never sits whole in memory.
 
 from __future__ import annotations
 
-import email.policy
+import logging
 import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from email.parser import BytesParser
+from email.message import Message
 from typing import BinaryIO
+
+from mailserver.mailbox.mime_parts import leaf_parts
+
+log = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
 MAX_HEADER_BYTES = 1024 * 1024
@@ -82,40 +86,69 @@ def split(source: bytes | BinaryIO | Iterable[bytes]) -> SplitMessage:
 
 
 def preview(raw_prefix: bytes) -> tuple[str, bool]:
-    """(preview, has_attachment) from the first bytes of a message.
+    """(preview, has_attachment) from the first bytes of a message; ("", False) at worst, never an error.
 
     The preview is the first 256 characters of meaningful text (text/plain preferred, HTML
     stripped otherwise), whitespace collapsed, as James's fast view. Only the first MiB is
-    parsed: enough for the text part and the MIME headers of the parts that follow it.
+    parsed: enough for the text part and the MIME headers of the parts that follow it. The
+    fast-view listener must not fail on a hostile message (issue 12), hence the bounded walk
+    of ``mime_parts`` and the catch-all below.
     """
-    msg = BytesParser(policy=email.policy.default).parsebytes(raw_prefix[:PREVIEW_SCAN_BYTES])
+    try:
+        return _preview(raw_prefix[:PREVIEW_SCAN_BYTES])
+    except Exception as exc:  # whatever the input, the listener gets an answer
+        log.warning("no preview for an unparseable message (%s: %s)", type(exc).__name__, exc)
+        return "", False
+
+
+def _preview(raw: bytes) -> tuple[str, bool]:
     has_attachment = False
     text_plain: str | None = None
     text_html: str | None = None
-    for part in msg.walk():
-        if part.is_multipart():
-            continue
+    for part in leaf_parts(raw):
         disposition = part.get_content_disposition()
         if disposition == "attachment" or (disposition == "inline" and part.get_filename()):
             has_attachment = True
             continue
         ctype = part.get_content_type()
-        try:
-            content = part.get_content() if ctype.startswith("text/") else None
-        except (LookupError, ValueError):  # unknown charset or broken encoding: best effort
-            content = part.get_payload(decode=True).decode("utf-8", "replace") if ctype.startswith("text/") else None
         if ctype == "text/plain" and text_plain is None:
-            text_plain = content
+            text_plain = _text(part)
         elif ctype == "text/html" and text_html is None:
-            text_html = content
+            text_html = _text(part)
         elif not ctype.startswith("text/") and part.get_filename():
             has_attachment = True
     text = text_plain if text_plain is not None else _strip_html(text_html or "")
     return " ".join(text.split())[:PREVIEW_LENGTH], has_attachment
 
 
+def _text(part: Message) -> str:
+    """Decoded text; an unknown charset or a broken encoding gives UTF-8 with replacement characters."""
+    content = part.get_payload(decode=True)
+    if not isinstance(content, bytes):
+        return ""
+    try:
+        return content.decode(part.get_content_charset() or "us-ascii", "replace")
+    except (LookupError, ValueError, TypeError):  # unknown charset, or a codec that is not text (e.g. "hex")
+        return content.decode("utf-8", "replace")
+
+
+_SCRIPT_OR_STYLE = re.compile(r"(?i)<(script|style)\b")
+_TAG = re.compile(r"<[^<>]*>")  # no '<' inside: linear on a text full of unclosed '<'
+
+
 def _strip_html(html: str) -> str:
+    """Text of an HTML part, script and style blocks dropped; linear time whatever the input."""
     import html as html_lib
 
-    without_blocks = re.sub(r"(?is)<(script|style).*?</\1>", " ", html)
-    return html_lib.unescape(re.sub(r"(?s)<[^>]+>", " ", without_blocks))
+    kept, position, lowered = [], 0, html.lower()
+    while (start := _SCRIPT_OR_STYLE.search(html, position)) is not None:
+        kept.append(html[position:start.start()])
+        end = lowered.find(f"</{start.group(1).lower()}", start.end())
+        if end < 0:  # never closed: the rest is script
+            position = len(html)
+            break
+        close = html.find(">", end)
+        position = len(html) if close < 0 else close + 1
+        kept.append(" ")
+    kept.append(html[position:])
+    return html_lib.unescape(_TAG.sub(" ", "".join(kept)))
