@@ -1,0 +1,262 @@
+"""Commands of the authenticated state about mailboxes: SELECT, EXAMINE, CREATE, DELETE, RENAME,
+SUBSCRIBE, UNSUBSCRIBE, LIST, LSUB, STATUS, NAMESPACE, APPEND (a mixin of ``Session``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from mailserver.imap.names import InvalidName, encode_mutf7, normalize, pattern_regex
+from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
+from mailserver.imap.response import astring, number, parse_date_time
+from mailserver.imap.selected import SelectedMailbox, applicable_flags
+from mailserver.mailbox.errors import MailboxNotFound, MaintenanceMode
+from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from mailserver.model.mailbox import DELIMITER, INBOX, MailboxPath
+
+if TYPE_CHECKING:
+    from mailserver.imap.session import Session
+
+log = logging.getLogger(__name__)
+
+_SYSTEM = {f"\\{flag.value.upper()}": flag for flag in SystemFlag}
+STATUS_ITEMS = {"MESSAGES", "RECENT", "UIDNEXT", "UIDVALIDITY", "UNSEEN", "HIGHESTMODSEQ"}
+
+
+def parse_flags(tokens: list[Any]) -> Flags:
+    """Flags of STORE and APPEND; ``\\Recent`` is dropped (only the server sets it)."""
+    system: set[SystemFlag] = set()
+    user: set[str] = set()
+    for token in tokens:
+        if not isinstance(token, Atom) or not token:
+            raise ParseError(f"invalid flag {token!r}")
+        if token.startswith("\\"):
+            flag = _SYSTEM.get(token.upper())
+            if flag is None:
+                raise ParseError(f"unknown system flag {token}")
+            if flag is not SystemFlag.RECENT:
+                system.add(flag)
+        elif any(c in token for c in "[]*%\\"):
+            raise ParseError(f"invalid keyword {token}")
+        else:
+            user.add(str(token))
+    return Flags(frozenset(system), frozenset(user))
+
+
+def wire_name(name: str) -> bytes:
+    return astring(encode_mutf7(name))
+
+
+class MailboxCommands:
+    def _name(self: Session, args: Args, what: str = "mailbox name") -> str:
+        try:
+            return normalize(args.astring(what))
+        except InvalidName as exc:
+            raise ParseError(str(exc)) from None
+
+    # -- SELECT / EXAMINE ----------------------------------------------------------------------------
+    async def cmd_select(self: Session, command: Command, args: Args) -> str:
+        return await self._select(args, read_only=False)
+
+    async def cmd_examine(self: Session, command: Command, args: Args) -> str:
+        return await self._select(args, read_only=True)
+
+    async def _select(self: Session, args: Args, *, read_only: bool) -> str:
+        from mailserver.imap.session import State
+
+        name = self._name(args)
+        params = args.optional_list()
+        args.end()
+        if params is not None:
+            for p in params:
+                if str(p).upper() != "CONDSTORE":
+                    raise ParseError(f"unknown SELECT parameter {p!r}")
+            self.condstore = True
+        self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected
+        path = self.path(name)
+        selected = await self.blocking(self._open, path, read_only)
+        recent = len(selected.recent)
+        lines = [selected.flags_response(),
+                 b"* OK [PERMANENTFLAGS " + (b"()" if read_only else applicable_flags(selected.user_flags)[:-1]
+                                             + b" \\*)") + b"] Flags permitted\r\n",
+                 b"* %d EXISTS\r\n" % selected.exists, b"* %d RECENT\r\n" % recent]
+        unseen = selected.first_unseen()
+        if unseen is not None:
+            lines.append(b"* OK [UNSEEN %d] First unseen message\r\n" % unseen)
+        lines += [b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % selected.mailbox.uid_validity,
+                  b"* OK [UIDNEXT %d] Predicted next UID\r\n" % selected.state.uid_next,
+                  b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq)]
+        await self.send(b"".join(lines))
+        self.selected, self.state = selected, State.SELECTED
+        return f"OK [{'READ-ONLY' if read_only else 'READ-WRITE'}] {'EXAMINE' if read_only else 'SELECT'} completed"
+
+    def _open(self: Session, path: MailboxPath, read_only: bool) -> SelectedMailbox:
+        """Blocking: load the mailbox; a read-write SELECT takes the \\Recent flags (James does the same)."""
+        manager = self.manager
+        mailbox = manager.get_mailbox(path)
+        state = manager.mailbox_state(path)
+        messages = manager.get_messages(path)
+        recent = [m.uid for m in messages if m.flags.has(SystemFlag.RECENT)]
+        selected = SelectedMailbox(mailbox, path, read_only=read_only, messages=messages, state=state, recent=recent)
+        if recent and not read_only:
+            try:
+                selected.flags_updated(manager.set_flags(path, Flags.of(SystemFlag.RECENT), FlagsUpdateMode.REMOVE,
+                                                         recent))
+                selected.state = manager.mailbox_state(path)
+            except MaintenanceMode:
+                pass   # stays \Recent for the next session: harmless
+        return selected
+
+    # -- CREATE / DELETE / RENAME ---------------------------------------------------------------------
+    async def cmd_create(self: Session, command: Command, args: Args) -> str:
+        name = self._name(args)
+        args.end()
+        await self.blocking(self.manager.create_mailbox, self.path(name))
+        return "OK CREATE completed"
+
+    async def cmd_delete(self: Session, command: Command, args: Args) -> str:
+        name = self._name(args)
+        args.end()
+        path = self.path(name)
+        await self.blocking(self.manager.delete_mailbox, path)
+        if self.selected is not None and self.selected.path == path:
+            from mailserver.imap.session import Bye
+
+            raise Bye("The selected mailbox was deleted")
+        return "OK DELETE completed"
+
+    async def cmd_rename(self: Session, command: Command, args: Args) -> str:
+        source, target = self._name(args, "existing mailbox name"), self._name(args, "new mailbox name")
+        args.end()
+        source_path, target_path = self.path(source), self.path(target)
+        if source == INBOX:   # RFC 3501 §6.3.5: INBOX's messages move to the new name, INBOX stays (empty)
+            def move_inbox() -> None:
+                self.manager.create_mailbox(target_path)
+                uids = [m.uid for m in self.manager.get_messages(source_path)]
+                if uids:
+                    self.manager.move(source_path, target_path, uids)
+            await self.blocking(move_inbox)
+        else:
+            await self.blocking(self.manager.rename_mailbox, source_path, target_path)
+        return "OK RENAME completed"
+
+    # -- subscriptions --------------------------------------------------------------------------------
+    async def cmd_subscribe(self: Session, command: Command, args: Args) -> str:
+        name = self._name(args)
+        args.end()
+        assert self.user is not None
+        if not await self.blocking(self.manager.mailbox_exists, self.path(name)):
+            raise MailboxNotFound(name)
+        await self.blocking(self.server.subscriptions.subscribe, self.user, name)
+        return "OK SUBSCRIBE completed"
+
+    async def cmd_unsubscribe(self: Session, command: Command, args: Args) -> str:
+        name = self._name(args)
+        args.end()
+        assert self.user is not None
+        await self.blocking(self.server.subscriptions.unsubscribe, self.user, name)
+        return "OK UNSUBSCRIBE completed"
+
+    # -- LIST / LSUB -------------------------------------------------------------------------------------
+    def _patterns(self: Session, args: Args) -> tuple[str, str]:
+        from mailserver.imap.names import decode_mutf7
+
+        try:
+            reference, pattern = decode_mutf7(args.astring("reference")), decode_mutf7(args.astring("pattern"))
+        except InvalidName as exc:
+            raise ParseError(str(exc)) from None
+        args.end()
+        return reference, pattern
+
+    async def cmd_list(self: Session, command: Command, args: Args) -> str:
+        if isinstance(args.peek(), list):
+            raise ParseError("LIST selection options are not supported (no LIST-EXTENDED)")
+        reference, pattern = self._patterns(args)
+        if not pattern:
+            await self.send(b'* LIST (\\Noselect) "' + DELIMITER.encode() + b'" ""\r\n')
+            return "OK LIST completed"
+        assert self.user is not None
+        mailboxes = await self.blocking(self.manager.list_mailboxes, self.user)
+        names = sorted(m.path.name for m in mailboxes)
+        regex = pattern_regex(reference, pattern)
+        lines = []
+        for name in names:
+            if regex.match(name):
+                children = any(other.startswith(name + DELIMITER) for other in names)
+                flags = b"(\\HasChildren)" if children else b"(\\HasNoChildren)"
+                lines.append(b"* LIST " + flags + b' "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n")
+        await self.send(b"".join(lines))
+        return "OK LIST completed"
+
+    async def cmd_lsub(self: Session, command: Command, args: Args) -> str:
+        reference, pattern = self._patterns(args)
+        assert self.user is not None
+        if not pattern:
+            await self.send(b'* LSUB (\\Noselect) "' + DELIMITER.encode() + b'" ""\r\n')
+            return "OK LSUB completed"
+        subscribed = await self.blocking(self.server.subscriptions.subscriptions, self.user)
+        regex = pattern_regex(reference, pattern)
+        lines = [b'* LSUB () "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n"
+                 for name in subscribed if regex.match(name)]
+        await self.send(b"".join(lines))
+        return "OK LSUB completed"
+
+    # -- STATUS / NAMESPACE ------------------------------------------------------------------------------
+    async def cmd_status(self: Session, command: Command, args: Args) -> str:
+        name = self._name(args)
+        items = [str(i).upper() for i in args.paren_list("status items")]
+        args.end()
+        unknown = [i for i in items if i not in STATUS_ITEMS]
+        if unknown or not items:
+            raise ParseError(f"unknown STATUS item(s) {' '.join(unknown)}" if unknown else "STATUS needs items")
+        path = self.path(name)
+
+        def status() -> dict[str, int]:
+            mailbox = self.manager.get_mailbox(path)
+            state = self.manager.mailbox_state(path)
+            values = {"MESSAGES": state.count, "UIDNEXT": state.uid_next, "UIDVALIDITY": mailbox.uid_validity,
+                      "UNSEEN": state.unseen, "HIGHESTMODSEQ": max(1, state.highest_modseq)}
+            if "RECENT" in items:
+                values["RECENT"] = sum(1 for m in self.manager.get_messages(path) if m.flags.has(SystemFlag.RECENT))
+            return values
+
+        values = await self.blocking(status)
+        body = b" ".join(item.encode() + b" " + number(values[item]) for item in items)
+        await self.send(b"* STATUS " + wire_name(name) + b" (" + body + b")\r\n")
+        return "OK STATUS completed"
+
+    async def cmd_namespace(self: Session, command: Command, args: Args) -> str:
+        args.end()
+        await self.send(b'* NAMESPACE (("" "' + DELIMITER.encode() + b'")) NIL NIL\r\n')
+        return "OK NAMESPACE completed"
+
+    # -- APPEND ---------------------------------------------------------------------------------------
+    async def cmd_append(self: Session, command: Command, args: Args) -> str:
+        name = self._name(args)
+        flags = parse_flags(args.optional_list() or [])
+        when = None
+        if isinstance(args.peek(), str) and not isinstance(args.peek(), Atom):
+            try:
+                when = parse_date_time(args.astring("date-time"))
+            except ValueError as exc:
+                raise ParseError(str(exc)) from None
+        message = args.next("message literal")
+        if not isinstance(message, Literal):
+            raise ParseError("APPEND needs the message as a literal")
+        if args.more():
+            raise ParseError("MULTIAPPEND is not supported: one message per APPEND")
+        path = self.path(name)
+
+        def append() -> tuple[int, int, Any]:
+            try:
+                mailbox = self.manager.get_mailbox(path)
+            except MailboxNotFound:
+                from mailserver.imap.session import No
+
+                raise No(f"mailbox {name} does not exist", "TRYCREATE") from None
+            result = self.manager.append(path, message.stream(), internal_date=when, flags=flags)
+            return mailbox.uid_validity, result.id.uid, mailbox.id
+
+        uid_validity, uid, mailbox_id = await self.blocking(append)
+        self.server.watcher.changed(mailbox_id)
+        return f"OK [APPENDUID {uid_validity} {uid}] APPEND completed"

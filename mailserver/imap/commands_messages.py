@@ -1,0 +1,283 @@
+"""Commands of the selected state: CHECK, CLOSE, UNSELECT, EXPUNGE, UID EXPUNGE, SEARCH, FETCH,
+STORE, COPY, MOVE and their UID forms (a mixin of ``Session``). Message numbers are mapped to
+uids with the session's own map (``selected.py``); the mailbox manager only sees uids.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from mailserver.blob.api import BlobNotFound
+from mailserver.imap.commands_mailboxes import parse_flags
+from mailserver.imap.fetch import Attribute, Content, FetchRequest, StreamSlice, parse_request, render
+from mailserver.imap.parser import Args, Command, ParseError
+from mailserver.imap.response import number
+from mailserver.imap.search import Candidate, parse_query
+from mailserver.imap.sequence import SequenceSet, format_set
+from mailserver.mailbox.errors import MailboxNotFound, MessageNotFound
+from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from mailserver.model.message import MessageMetadata
+
+if TYPE_CHECKING:
+    from mailserver.imap.selected import SelectedMailbox
+    from mailserver.imap.session import Session
+
+log = logging.getLogger(__name__)
+
+CHUNK = 64 * 1024
+_GONE = (MessageNotFound, BlobNotFound)
+
+
+class MessageCommands:
+    def _sel(self: Session) -> SelectedMailbox:
+        assert self.selected is not None
+        return self.selected
+
+    def _targets(self: Session, command: Command, args: Args) -> list[int]:
+        """The uids a command's sequence set names (by uid for UID commands)."""
+        selected = self._sel()
+        seqset = SequenceSet.parse(args.atom("sequence set"))
+        if command.name.startswith("UID "):
+            return seqset.uids(selected.uids)
+        return [selected.uid_at(seq) for seq in seqset.sequence_numbers(selected.exists)]
+
+    def _writable(self: Session) -> None:
+        if self._sel().read_only:
+            from mailserver.imap.session import No
+
+            raise No("the mailbox is selected read-only (EXAMINE)", "READ-ONLY")
+
+    # -- CHECK / CLOSE / UNSELECT / EXPUNGE -------------------------------------------------------------
+    async def cmd_check(self: Session, command: Command, args: Args) -> str:
+        args.end()
+        return "OK CHECK completed"
+
+    async def _deselect(self: Session) -> None:
+        from mailserver.imap.session import State
+
+        self.selected, self.state = None, State.AUTHENTICATED
+
+    async def cmd_close(self: Session, command: Command, args: Args) -> str:
+        args.end()
+        selected = self._sel()
+        await self._deselect()
+        if not selected.read_only:   # silently: no EXPUNGE responses after CLOSE
+            expunged = await self.blocking(self.manager.expunge, selected.path)
+            if expunged:
+                self.server.watcher.changed(selected.mailbox.id)
+        return "OK CLOSE completed"
+
+    async def cmd_unselect(self: Session, command: Command, args: Args) -> str:
+        args.end()
+        await self._deselect()
+        return "OK UNSELECT completed"
+
+    async def cmd_expunge(self: Session, command: Command, args: Args) -> str:
+        args.end()
+        return await self._expunge(None)
+
+    async def cmd_uid_expunge(self: Session, command: Command, args: Args) -> str:
+        uids = self._targets(command, args)
+        args.end()
+        return await self._expunge(uids)
+
+    async def _expunge(self: Session, uids: list[int] | None) -> str:
+        self._writable()
+        selected = self._sel()
+        if uids is not None and not uids:
+            return "OK EXPUNGE completed"
+        expunged = await self.blocking(self.manager.expunge, selected.path, uids)
+        selected.gone |= set(expunged) & set(selected.uids)
+        if expunged:
+            self.server.watcher.changed(selected.mailbox.id)
+        return "OK EXPUNGE completed"   # the EXPUNGE responses come with the refresh before this
+
+    # -- SEARCH -------------------------------------------------------------------------------------------
+    async def cmd_search(self: Session, command: Command, args: Args) -> str:
+        query = parse_query(args.rest())
+        selected = self._sel()
+        by_uid = command.name == "UID SEARCH"
+        uids = list(selected.uids)
+        largest_uid = uids[-1] if uids else 0
+
+        def evaluate() -> list[tuple[int, int, int]]:
+            found = []
+            for seq, uid in enumerate(uids, start=1):
+                meta = selected.known[uid]
+                candidate = Candidate(meta, seq, self._content(meta), uid in selected.recent, len(uids), largest_uid)
+                try:
+                    if query.predicate(candidate):
+                        found.append((seq, uid, meta.mod_seq))
+                except _GONE:
+                    continue   # expunged meanwhile: not a match
+            return found
+
+        found = await self.blocking(evaluate)
+        numbers = [uid if by_uid else seq for seq, uid, _ in found]
+        line = b"* SEARCH" + b"".join(b" " + number(n) for n in numbers)
+        if query.modseq and found:
+            line += b" (MODSEQ " + number(max(m for _, _, m in found)) + b")"
+        await self.send(line + b"\r\n")
+        return "OK SEARCH completed"
+
+    def _content(self: Session, meta: MessageMetadata) -> Content:
+        manager = self.manager
+        return Content(meta, manager.read_header, lambda m: manager.read_message(m.message_id))
+
+    # -- FETCH ----------------------------------------------------------------------------------------
+    async def cmd_fetch(self: Session, command: Command, args: Args) -> str:
+        uids = self._targets(command, args)
+        request = parse_request(args.rest())
+        selected = self._sel()
+        if command.name == "UID FETCH":
+            request = request.with_uid()
+        if request.changed_since is not None:
+            self.condstore = True
+            uids = [u for u in uids if selected.known[u].mod_seq > request.changed_since]
+        if self.condstore and any(a.name == "FLAGS" for a in request.attributes):
+            request = request.with_modseq()
+        if request.sets_seen and not selected.read_only:
+            unseen = [u for u in uids if u not in selected.gone and not selected.known[u].flags.has(SystemFlag.SEEN)]
+            if unseen:
+                updates = await self.blocking(self.manager.set_flags, selected.path, Flags.of(SystemFlag.SEEN),
+                                              FlagsUpdateMode.ADD, unseen)
+                selected.flags_updated(updates)
+                self.server.watcher.changed(selected.mailbox.id)
+                if not any(a.name == "FLAGS" for a in request.attributes):
+                    request = FetchRequest([*request.attributes, Attribute("FLAGS")], request.changed_since)
+        meta_only = all(a.need == "meta" for a in request.attributes)
+        missing = False
+        for uid in uids:
+            meta = selected.known[uid]
+            seq = selected.seq_of(uid)
+            assert seq is not None
+            recent = uid in selected.recent
+            if meta_only:
+                pieces = render(meta, seq, request, self._content(meta), recent=recent)
+            else:
+                try:
+                    pieces = await self.blocking(render, meta, seq, request, self._content(meta), recent=recent)
+                except _GONE:
+                    missing = True
+                    continue
+            for piece in pieces:
+                if isinstance(piece, bytes):
+                    self.writer.write(piece)
+                else:
+                    await self._stream(piece)
+            await self.writer.drain()
+        if missing:
+            from mailserver.imap.session import No
+
+            raise No("some of the requested messages no longer exist", "EXPUNGEISSUED")
+        return "OK FETCH completed"
+
+    async def _stream(self: Session, piece: StreamSlice) -> None:
+        """Write octets [start, start + length) of a message from the blob store, chunk by chunk."""
+        stream = await self.blocking(self.manager.open_message, piece.message.message_id)
+        try:
+            skip = piece.start
+            while skip:
+                skipped = await self.blocking(stream.read, min(CHUNK, skip))
+                if not skipped:
+                    break
+                skip -= len(skipped)
+            remaining = piece.length
+            while remaining:
+                chunk = await self.blocking(stream.read, min(CHUNK, remaining))
+                if not chunk:
+                    break
+                self.writer.write(chunk)
+                await self.writer.drain()
+                remaining -= len(chunk)
+        finally:
+            await self.blocking(stream.close)
+        if remaining or skip:
+            from mailserver.imap.session import Bye
+
+            log.error("message %s is shorter than its recorded size %d", piece.message.message_id, piece.message.size)
+            raise Bye("Internal error: message content shorter than announced")
+
+    # -- STORE --------------------------------------------------------------------------------------------
+    async def cmd_store(self: Session, command: Command, args: Args) -> str:
+        uids = self._targets(command, args)
+        unchanged_since = None
+        modifiers = args.optional_list()
+        if modifiers is not None:
+            if len(modifiers) != 2 or str(modifiers[0]).upper() != "UNCHANGEDSINCE" or not str(modifiers[1]).isdigit():
+                raise ParseError("STORE modifier must be (UNCHANGEDSINCE n)")
+            unchanged_since = int(modifiers[1])
+            self.condstore = True
+        item = args.atom("STORE item").upper()
+        base, silent = (item[:-7], True) if item.endswith(".SILENT") else (item, False)
+        modes = {"FLAGS": FlagsUpdateMode.REPLACE, "+FLAGS": FlagsUpdateMode.ADD, "-FLAGS": FlagsUpdateMode.REMOVE}
+        if base not in modes:
+            raise ParseError(f"unknown STORE item {item}")
+        rest = args.rest()
+        flags = parse_flags(rest[0] if len(rest) == 1 and isinstance(rest[0], list) else rest)
+        self._writable()
+        selected = self._sel()
+        by_uid = command.name == "UID STORE"
+        uids = [u for u in uids if u not in selected.gone]
+        modified: list[int] = []
+        if unchanged_since is not None:
+            fresh = await self.blocking(self.manager.get_messages, selected.path)
+            current = {m.uid: m.mod_seq for m in fresh}
+            modified = [u for u in uids if current.get(u, 0) > unchanged_since]
+            uids = [u for u in uids if u not in modified]
+        if uids:
+            updates = await self.blocking(self.manager.set_flags, selected.path, flags, modes[base], uids)
+            selected.flags_updated(updates)
+            if updates:
+                self.server.watcher.changed(selected.mailbox.id)
+        if not silent:
+            lines = [selected.fetch_flags(selected.known[u], with_uid=by_uid,
+                                          with_modseq=self.condstore) for u in uids if u in selected.known]
+            await self.send(b"".join(lines))
+        if modified:
+            names = modified if by_uid else [selected.seq_of(u) or 0 for u in modified]
+            return f"OK [MODIFIED {format_set(names)}] Conditional STORE failed for some messages"
+        return "OK STORE completed"
+
+    # -- COPY / MOVE ----------------------------------------------------------------------------------------
+    async def cmd_copy(self: Session, command: Command, args: Args) -> str:
+        return await self._copy(command, args, move=False)
+
+    async def cmd_move(self: Session, command: Command, args: Args) -> str:
+        return await self._copy(command, args, move=True)
+
+    async def _copy(self: Session, command: Command, args: Args, *, move: bool) -> str:
+        from mailserver.imap.session import No
+
+        uids = self._targets(command, args)
+        name = self._name(args)
+        args.end()
+        if move:
+            self._writable()
+        selected = self._sel()
+        uids = [u for u in uids if u not in selected.gone]
+        target = self.path(name)
+        verb = "MOVE" if move else "COPY"
+        if not uids:
+            return f"OK {verb} completed (nothing to do)"
+
+        def run() -> tuple[int, list[int], object]:
+            try:
+                destination = self.manager.get_mailbox(target)
+            except MailboxNotFound:
+                raise No(f"mailbox {name} does not exist", "TRYCREATE") from None
+            copies = (self.manager.move if move else self.manager.copy)(selected.path, target, uids)
+            return destination.uid_validity, [c.uid for c in copies], destination.id
+
+        uid_validity, new_uids, destination_id = await self.blocking(run)
+        self.server.watcher.changed(destination_id)   # type: ignore[arg-type]
+        code = f"COPYUID {uid_validity} {format_set(uids)} {format_set(new_uids)}" \
+            if len(new_uids) == len(uids) else None
+        if not move:
+            return f"OK [{code}] COPY completed" if code else "OK COPY completed"
+        selected.gone |= set(uids)
+        self.server.watcher.changed(selected.mailbox.id)
+        if code:   # RFC 6851: COPYUID goes in an untagged OK, before the EXPUNGE responses
+            await self.send(f"* OK [{code}] Moved\r\n".encode())
+        return "OK MOVE completed"

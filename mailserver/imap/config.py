@@ -1,0 +1,52 @@
+"""IMAP server configuration (James's ``imapserver.xml``, reduced to what this server honours).
+
+Secure defaults: loopback bind, LOGIN and AUTHENTICATE refused before STARTTLS, RFC 3501's
+30-minute autologout, literals bounded (64 KiB, the message size limit for APPEND).
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+KiB, MiB = 1024, 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ImapConfig:
+    host: str = "127.0.0.1"
+    port: int = 1143
+    auth_require_tls: bool = True            # LOGINDISABLED and no AUTH=PLAIN before STARTTLS
+    tls_cert: Path | str | None = None
+    tls_key: Path | str | None = None
+    max_append_size: int = 25 * MiB          # APPEND literal (the SMTP max message size by default)
+    max_literal_size: int = 64 * KiB        # any other literal
+    max_line_length: int = 64 * KiB         # one command line (between literals)
+    max_connections: int = 1000              # beyond: * BYE and close
+    idle_timeout: float = 30 * 60.0          # RFC 3501 autologout timer: at least 30 minutes
+    idle_poll_interval: float = 2.0          # IDLE: how often a watched mailbox's state is read
+    io_threads: int = 16                     # pool for the blocking mailbox-manager calls
+    max_auth_failures: int = 3               # then * BYE
+    software_name: str = "mailserver IMAP4rev1 Server"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port {self.port} out of range")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        for name in ("max_append_size", "max_literal_size", "max_connections", "io_threads", "max_auth_failures"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.max_line_length < 1024:
+            raise ValueError("max_line_length must be >= 1024 (RFC 7162 recommends 8192)")
+        if self.idle_timeout <= 0 or self.idle_poll_interval <= 0:
+            raise ValueError("idle_timeout and idle_poll_interval must be > 0")
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        if self.tls_cert is None or self.tls_key is None:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(self.tls_cert), str(self.tls_key))
+        return context

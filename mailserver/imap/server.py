@@ -1,0 +1,173 @@
+"""The IMAP server: an asyncio stream server whose sessions call the mailbox manager in a thread pool.
+
+``ImapServer`` runs inside an existing event loop (``await start()`` / ``await stop()``);
+``ImapServerThread`` runs one in a background thread with its own loop, like
+``SmtpServerThread`` (the ``imap`` role of ``mailserver serve``, tests).
+
+Refusals at connection time answer ``* BYE`` and close: beyond ``max_connections`` sessions and
+while the cluster is in maintenance mode (``maintenance()`` true). Logs carry James's MDC
+fields ``protocol``=IMAP, ``ip``, ``sessionId`` and, once authenticated, ``user``.
+
+Metrics (James's names where they exist): a timer ``IMAP-<COMMAND>`` per command
+(``IMAP-FETCH``, ``IMAP-UID FETCH`` ...), the gauges ``imap.request.concurrent.count`` (commands
+running) and ``imap.connections`` (open sessions), the meters ``imapConnections``,
+``imapConnectionsRefused``, ``imapCommandsBad`` and ``imapCommandsNo``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from mailserver.imap.config import ImapConfig
+from mailserver.imap.session import Session
+from mailserver.imap.subscriptions import MemorySubscriptionStore, SubscriptionStore
+from mailserver.imap.watcher import MailboxWatcher
+from mailserver.mailbox.manager import MailboxManager
+from mailserver.observability.metrics import Metrics
+from mailserver.users.api import UsersRepository
+
+log = logging.getLogger(__name__)
+
+
+class ImapServer:
+    def __init__(self, config: ImapConfig, manager: MailboxManager, users: UsersRepository | None, *,
+                 subscriptions: SubscriptionStore | None = None, maintenance: Callable[[], bool] | None = None,
+                 metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.manager = manager
+        self.users = users
+        self.subscriptions = subscriptions or MemorySubscriptionStore()
+        self.maintenance = maintenance
+        self.metrics = metrics
+        self.tls_context = config.tls_context()
+        self.sessions: set[Session] = set()
+        self.in_flight = 0
+        self.pool: ThreadPoolExecutor | None = None
+        self.watcher: MailboxWatcher = MailboxWatcher(self._probe, config.idle_poll_interval)
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self.port: int | None = None
+        if metrics is not None:
+            metrics.gauge("imap.request.concurrent.count", lambda: float(self.in_flight), "IMAP commands running")
+            metrics.gauge("imap.connections", lambda: float(len(self.sessions)), "Open IMAP sessions")
+
+    async def _probe(self, path: object) -> object:
+        assert self.pool is not None
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self.manager.mailbox_state, path)
+
+    def count(self, meter: str) -> None:
+        if self.metrics is not None:
+            self.metrics.meter(meter).inc()
+
+    @contextmanager
+    def timed(self, command: str) -> Iterator[None]:
+        self.in_flight += 1
+        try:
+            if self.metrics is None:
+                yield
+            else:
+                with self.metrics.timer(f"IMAP-{command}").time():
+                    yield
+        finally:
+            self.in_flight -= 1
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = Session(self, reader, writer)
+        self.sessions.add(session)
+        self.count("imapConnections")
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await session.run()
+        except asyncio.CancelledError:   # server stopping: end quietly (asyncio would log the cancellation)
+            session.close()
+        finally:
+            self.sessions.discard(session)
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def start(self) -> None:
+        self.pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix="imap-io")
+        self._server = await asyncio.start_server(self._client, host=self.config.host, port=self.config.port,
+                                                  limit=self.config.max_line_length + 2)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("IMAP server listening on %s:%s", self.config.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for session in list(self.sessions):
+            session.close()
+        await self.watcher.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        await self._server.wait_closed()
+        self._server = None
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+        log.info("IMAP server stopped")
+
+
+class ImapServerThread:
+    """Run an ``ImapServer`` on its own event loop in a daemon thread."""
+
+    def __init__(self, server: ImapServer) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        assert self.server.port is not None
+        return self.server.port
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.start())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    def start(self, timeout: float = 10.0) -> ImapServerThread:
+        self._thread = threading.Thread(target=self._run, name="imap-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("IMAP server did not start")
+        if self._error is not None:
+            raise RuntimeError(f"IMAP server failed to start: {self._error}") from self._error
+        return self
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> ImapServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

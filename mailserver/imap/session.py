@@ -1,0 +1,462 @@
+"""One IMAP connection: the state machine (RFC 3501 §3), dispatch, and the commands valid in any state
+or before authentication (CAPABILITY, NOOP, LOGOUT, ID, ENABLE, STARTTLS, LOGIN, AUTHENTICATE) plus IDLE.
+
+Commands run one at a time. A handler returns the text of its tagged response (``"OK ..."``);
+untagged data is sent as it is produced. Before the tagged response of a command run with a
+mailbox selected, the session reports what changed in it (``_refresh``): EXISTS, RECENT, FETCH
+FLAGS and, except during FETCH, STORE and SEARCH, EXPUNGE.
+
+Errors map to responses: ``ParseError`` -> BAD; mailbox-layer errors -> NO with a response code
+(RFC 5530: NONEXISTENT, ALREADYEXISTS, OVERQUOTA, UNAVAILABLE for maintenance mode, ...);
+anything unexpected -> ``NO [SERVERBUG]`` and a log line with the session's MDC; the connection
+stays usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextvars
+import functools
+import logging
+import secrets
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from mailserver.imap.commands_mailboxes import MailboxCommands
+from mailserver.imap.commands_messages import MessageCommands
+from mailserver.imap.parser import Args, Command, ParseError, parse_command
+from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge
+from mailserver.imap.response import quoted
+from mailserver.imap.search import BadCharset
+from mailserver.imap.selected import SelectedMailbox
+from mailserver.mailbox.content import MalformedMessage
+from mailserver.mailbox.errors import (
+    ConcurrentModification,
+    InboxCannotBeRenamedOrDeleted,
+    MailboxExists,
+    MailboxHasChildren,
+    MailboxNotFound,
+    MaintenanceMode,
+    OverQuota,
+)
+from mailserver.model.address import InvalidAddress, Username
+from mailserver.model.mailbox import InvalidMailboxName, MailboxPath
+from mailserver.observability.logging import mdc
+
+if TYPE_CHECKING:
+    from mailserver.imap.server import ImapServer
+
+log = logging.getLogger(__name__)
+
+
+class State(Enum):
+    NOT_AUTHENTICATED = "not authenticated"
+    AUTHENTICATED = "authenticated"
+    SELECTED = "selected"
+    LOGOUT = "logout"
+
+
+ANY = frozenset(State)
+NOT_AUTH = frozenset({State.NOT_AUTHENTICATED})
+AUTH = frozenset({State.AUTHENTICATED, State.SELECTED})
+SELECTED = frozenset({State.SELECTED})
+
+# name -> (method, states in which it is valid)
+COMMANDS: dict[str, tuple[str, frozenset[State]]] = {
+    "CAPABILITY": ("cmd_capability", ANY), "NOOP": ("cmd_noop", ANY), "LOGOUT": ("cmd_logout", ANY),
+    "ID": ("cmd_id", ANY), "STARTTLS": ("cmd_starttls", NOT_AUTH), "LOGIN": ("cmd_login", NOT_AUTH),
+    "AUTHENTICATE": ("cmd_authenticate", NOT_AUTH), "ENABLE": ("cmd_enable", AUTH), "IDLE": ("cmd_idle", AUTH),
+    "SELECT": ("cmd_select", AUTH), "EXAMINE": ("cmd_examine", AUTH), "CREATE": ("cmd_create", AUTH),
+    "DELETE": ("cmd_delete", AUTH), "RENAME": ("cmd_rename", AUTH), "SUBSCRIBE": ("cmd_subscribe", AUTH),
+    "UNSUBSCRIBE": ("cmd_unsubscribe", AUTH), "LIST": ("cmd_list", AUTH), "LSUB": ("cmd_lsub", AUTH),
+    "STATUS": ("cmd_status", AUTH), "APPEND": ("cmd_append", AUTH), "NAMESPACE": ("cmd_namespace", AUTH),
+    "CHECK": ("cmd_check", SELECTED), "CLOSE": ("cmd_close", SELECTED), "UNSELECT": ("cmd_unselect", SELECTED),
+    "EXPUNGE": ("cmd_expunge", SELECTED), "UID EXPUNGE": ("cmd_uid_expunge", SELECTED),
+    "SEARCH": ("cmd_search", SELECTED), "UID SEARCH": ("cmd_search", SELECTED),
+    "FETCH": ("cmd_fetch", SELECTED), "UID FETCH": ("cmd_fetch", SELECTED),
+    "STORE": ("cmd_store", SELECTED), "UID STORE": ("cmd_store", SELECTED),
+    "COPY": ("cmd_copy", SELECTED), "UID COPY": ("cmd_copy", SELECTED),
+    "MOVE": ("cmd_move", SELECTED), "UID MOVE": ("cmd_move", SELECTED),
+}
+# RFC 3501 §7.4.1: no EXPUNGE response while these run (sequence numbers would shift under the client).
+NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH"}
+
+
+class No(Exception):
+    """A tagged NO with an optional response code."""
+
+    def __init__(self, text: str, code: str | None = None) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+class Bye(Exception):
+    """Send ``* BYE text`` and close the connection."""
+
+
+class Session(MailboxCommands, MessageCommands):
+    def __init__(self, server: ImapServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.config = server.config
+        self.manager = server.manager
+        self.reader, self.writer = reader, writer
+        self.state = State.NOT_AUTHENTICATED
+        self.user: Username | None = None
+        self.selected: SelectedMailbox | None = None
+        self.tls = writer.get_extra_info("sslcontext") is not None
+        self.condstore = False
+        self.auth_failures = 0
+        self.session_id = secrets.token_hex(8)
+        peer = writer.get_extra_info("peername")
+        self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        self.commands = CommandReader(reader, self.send, max_line_length=self.config.max_line_length,
+                                      max_literal_size=self.config.max_literal_size,
+                                      max_append_size=self.config.max_append_size)
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def blocking(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking call (mailbox manager, users repository) in the server's pool, MDC included."""
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self.server.pool, call)
+
+    def _mdc(self) -> dict[str, Any]:
+        return {"protocol": "IMAP", "ip": self.ip, "sessionId": self.session_id,
+                "user": self.user.value if self.user else None}
+
+    def path(self, name: str) -> MailboxPath:
+        assert self.user is not None
+        try:
+            return MailboxPath.of(self.user, name)
+        except InvalidMailboxName as exc:
+            raise No(str(exc), "CANNOT") from None
+
+    @property
+    def auth_allowed(self) -> bool:
+        return self.tls or not self.config.auth_require_tls
+
+    def capabilities(self) -> list[str]:
+        caps = ["IMAP4rev1", "LITERAL-", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
+                "UNSELECT", "CHILDREN", "CONDSTORE", f"APPENDLIMIT={self.config.max_append_size}"]
+        if self.state is State.NOT_AUTHENTICATED:
+            if self.server.tls_context is not None and not self.tls:
+                caps.append("STARTTLS")
+            caps.append("AUTH=PLAIN" if self.auth_allowed else "LOGINDISABLED")
+        return caps
+
+    # -- the connection ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        with mdc(**self._mdc()):
+            try:
+                if await self._refused():
+                    return
+                await self.send(b"* OK [CAPABILITY " + " ".join(self.capabilities()).encode() + b"] "
+                                + self.config.software_name.encode() + b" ready\r\n")
+                await self._loop()
+            except Bye as exc:
+                await self._bye(str(exc))
+            except (ConnectionClosed, ConnectionError):
+                pass
+            except Exception:
+                log.exception("IMAP session failed")
+                await self._bye("Internal error, closing connection")
+            finally:
+                self.close()
+
+    async def _refused(self) -> bool:
+        server = self.server
+        if len(server.sessions) > self.config.max_connections:
+            server.count("imapConnectionsRefused")
+            log.info("IMAP connection refused: too many connections (%d)", len(server.sessions))
+            await self._bye("[UNAVAILABLE] Too many connections, try again later")
+            return True
+        if server.maintenance is not None:
+            try:
+                in_maintenance = await self.blocking(server.maintenance)
+            except Exception:
+                log.warning("cannot read the maintenance mode state", exc_info=True)
+                in_maintenance = False
+            if in_maintenance:
+                server.count("imapConnectionsRefused")
+                log.info("IMAP connection refused: maintenance mode")
+                await self._bye("[UNAVAILABLE] Service temporarily unavailable for maintenance")
+                return True
+        return False
+
+    async def _bye(self, text: str) -> None:
+        try:
+            await asyncio.wait_for(self.send(b"* BYE " + text.encode() + b"\r\n"), 5)
+        except (ConnectionError, TimeoutError, RuntimeError):
+            pass
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            self.writer.close()
+
+    async def _loop(self) -> None:
+        while self.state is not State.LOGOUT:
+            try:
+                segments = await asyncio.wait_for(self.commands.read_command(), self.config.idle_timeout)
+            except TimeoutError:
+                raise Bye("Autologout; idle for too long") from None
+            except LineTooLong as exc:
+                self.server.count("imapCommandsBad")
+                await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
+                continue
+            except LiteralTooLarge as exc:
+                self.server.count("imapCommandsBad")
+                if exc.command == "APPEND":
+                    await self.send(f"{exc.tag or '*'} NO [TOOBIG] {exc}\r\n".encode())
+                else:
+                    await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
+                continue
+            try:
+                command = parse_command(segments)
+            except ParseError as exc:
+                self.server.count("imapCommandsBad")
+                tag = getattr(exc, "tag", None) or "*"
+                await self.send(f"{tag} BAD {exc}\r\n".encode())
+                continue
+            try:
+                with mdc(**self._mdc()):
+                    await self.dispatch(command)
+            finally:
+                command.close()
+
+    async def dispatch(self, command: Command) -> None:
+        entry = COMMANDS.get(command.name)
+        if entry is None:
+            self.server.count("imapCommandsBad")
+            await self.send(f"{command.tag} BAD Unknown command {command.name}\r\n".encode())
+            return
+        method, states = entry
+        if self.state not in states:
+            self.server.count("imapCommandsBad")
+            await self.send(f"{command.tag} BAD {command.name} is not valid in the {self.state.value} state\r\n"
+                            .encode())
+            return
+        with self.server.timed(command.name):
+            status = await self._run(command, method)
+        if status is None:   # the handler answered itself (STARTTLS)
+            return
+        if status.startswith("BAD"):
+            self.server.count("imapCommandsBad")
+        elif status.startswith("NO"):
+            self.server.count("imapCommandsNo")
+        await self.send(f"{command.tag} {status}\r\n".encode())
+        if self.state is State.LOGOUT:
+            self.close()
+
+    async def _run(self, command: Command, method: str) -> str | None:
+        try:
+            status = await getattr(self, method)(command, Args(command.args))
+            if self.selected is not None and status is not None and status.startswith("OK") and \
+                    self.state is State.SELECTED:
+                base = command.name.removeprefix("UID ")
+                await self._refresh(expunges=command.name not in NO_EXPUNGE_DURING, uid=base != command.name)
+            return status
+        except ParseError as exc:
+            return f"BAD {exc}"
+        except No as exc:
+            return f"NO [{exc.code}] {exc}" if exc.code else f"NO {exc}"
+        except BadCharset as exc:
+            return f"NO [BADCHARSET (UTF-8 US-ASCII)] charset {exc} is not supported"
+        except MaintenanceMode as exc:
+            return f"NO [UNAVAILABLE] {exc}"
+        except MailboxNotFound as exc:
+            return f"NO [NONEXISTENT] {exc}"
+        except MailboxExists as exc:
+            return f"NO [ALREADYEXISTS] {exc}"
+        except (MailboxHasChildren, InboxCannotBeRenamedOrDeleted, InvalidMailboxName) as exc:
+            return f"NO [CANNOT] {exc}"
+        except OverQuota as exc:
+            return f"NO [OVERQUOTA] {exc}"
+        except MalformedMessage as exc:
+            return f"NO [PARSE] malformed message: {exc}"
+        except ConcurrentModification as exc:
+            return f"NO [INUSE] {exc}; try again"
+        except (Bye, ConnectionClosed, ConnectionError):
+            raise
+        except Exception:
+            log.exception("IMAP %s failed", command.name)
+            return f"NO [SERVERBUG] {command.name} failed on the server; see its log (session {self.session_id})"
+
+    async def _refresh(self, *, expunges: bool, uid: bool = True) -> None:
+        """Untagged updates of the selected mailbox (cheap when nothing changed: one state read)."""
+        selected = self.selected
+        assert selected is not None
+        try:
+            state = await self.blocking(self.manager.mailbox_state, selected.path)
+        except MailboxNotFound:
+            renamed = await self._follow_rename(selected)
+            if renamed is None:
+                self.selected, self.state = None, State.AUTHENTICATED
+                raise Bye("The selected mailbox was deleted") from None
+            state = await self.blocking(self.manager.mailbox_state, selected.path)
+        if state == selected.state and not (expunges and selected.gone):
+            return
+        fresh = await self.blocking(self.manager.get_messages, selected.path)
+        lines = selected.apply(fresh, state, expunges=expunges, with_uid=True, with_modseq=self.condstore)
+        if lines:
+            await self.send(b"".join(lines))
+
+    async def _follow_rename(self, selected: SelectedMailbox) -> MailboxPath | None:
+        try:
+            mailbox = await self.blocking(self.manager.get_mailbox_by_id, selected.mailbox.id)
+        except MailboxNotFound:
+            return None
+        selected.path = mailbox.path
+        return mailbox.path
+
+    # -- any state ---------------------------------------------------------------------------------
+    async def cmd_capability(self, command: Command, args: Args) -> str:
+        args.end()
+        await self.send(b"* CAPABILITY " + " ".join(self.capabilities()).encode() + b"\r\n")
+        return "OK CAPABILITY completed"
+
+    async def cmd_noop(self, command: Command, args: Args) -> str:
+        args.end()
+        return "OK NOOP completed"
+
+    async def cmd_logout(self, command: Command, args: Args) -> str:
+        args.end()
+        await self.send(b"* BYE Logging out\r\n")
+        self.state = State.LOGOUT
+        return "OK LOGOUT completed"
+
+    async def cmd_id(self, command: Command, args: Args) -> str:
+        args.rest()
+        await self.send(b'* ID ("name" ' + quoted(self.config.software_name) + b")\r\n")
+        return "OK ID completed"
+
+    async def cmd_enable(self, command: Command, args: Args) -> str:
+        enabled = []
+        for token in args.rest():
+            if str(token).upper() == "CONDSTORE":
+                self.condstore = True
+                enabled.append("CONDSTORE")
+        await self.send(("* ENABLED" + "".join(" " + e for e in enabled) + "\r\n").encode())
+        return "OK ENABLE completed"
+
+    # -- not authenticated -------------------------------------------------------------------------
+    async def cmd_starttls(self, command: Command, args: Args) -> str | None:
+        args.end()
+        context = self.server.tls_context
+        if context is None or self.tls:
+            return "BAD STARTTLS is not available" if context is None else "BAD TLS is already active"
+        await self.send(f"{command.tag} OK Begin TLS negotiation now\r\n".encode())
+        if self.reader._buffer:   # type: ignore[attr-defined]  # input sent before the handshake: injection attempt
+            raise Bye("Commands sent before the TLS handshake")
+        await self.writer.start_tls(context)
+        self.tls = True
+        return None
+
+    async def cmd_login(self, command: Command, args: Args) -> str:
+        name, password = args.astring("user name"), args.astring("password")
+        args.end()
+        if not self.auth_allowed:
+            return "NO [PRIVACYREQUIRED] LOGIN is disabled before STARTTLS"
+        return await self._authenticate("LOGIN", name, password)
+
+    async def cmd_authenticate(self, command: Command, args: Args) -> str:
+        mechanism = args.atom("mechanism").upper()
+        initial = args.astring("initial response") if args.more() else None
+        args.end()
+        if mechanism != "PLAIN":
+            return f"NO [CANNOT] Unsupported authentication mechanism {mechanism}"
+        if not self.auth_allowed:
+            return "NO [PRIVACYREQUIRED] Authentication is disabled before STARTTLS"
+        if initial is None:
+            await self.send(b"+ \r\n")
+            line = await asyncio.wait_for(self.commands.read_line(), self.config.idle_timeout)
+            if line.strip() == b"*":
+                return "BAD Authentication cancelled"
+            initial = line.decode("ascii", "replace").strip()
+        try:
+            raw = b"" if initial == "=" else base64.b64decode(initial, validate=True)
+        except (binascii.Error, ValueError):
+            return "BAD Invalid base64 in the SASL response"
+        parts = raw.split(b"\x00")
+        if len(parts) != 3:
+            return "BAD Invalid SASL PLAIN message"
+        authz, login, password = (p.decode("utf-8", "replace") for p in parts)
+        if authz and authz.lower() != login.lower():
+            return "NO [AUTHORIZATIONFAILED] Acting as another user is not supported"
+        return await self._authenticate("AUTHENTICATE PLAIN", login, password)
+
+    async def _authenticate(self, how: str, name: str, password: str) -> str:
+        try:
+            user = Username.of(name)
+        except InvalidAddress:
+            user = None
+        ok = user is not None and self.server.users is not None and \
+            await self.blocking(self.server.users.verify, user, password)
+        if not ok or user is None:
+            self.auth_failures += 1
+            log.info("IMAP %s failed for %r", how, name)
+            if self.auth_failures >= self.config.max_auth_failures:
+                await self.send(b"* BYE Too many authentication failures\r\n")
+                self.state = State.LOGOUT
+            return "NO [AUTHENTICATIONFAILED] Authentication failed"
+        self.user, self.state = user, State.AUTHENTICATED
+        log.info("IMAP %s succeeded for %s", how, user.value)
+        await self._provision_inbox()
+        return "OK [CAPABILITY " + " ".join(self.capabilities()) + "] Authenticated"
+
+    async def _provision_inbox(self) -> None:
+        """As James at IMAP login: create INBOX when the user has none yet."""
+        assert self.user is not None
+        inbox = MailboxPath.inbox(self.user)
+        try:
+            if not await self.blocking(self.manager.mailbox_exists, inbox):
+                await self.blocking(self.manager.create_mailbox, inbox)
+        except (MailboxExists, MaintenanceMode):
+            pass
+        except Exception:
+            log.warning("could not provision INBOX for %s", self.user.value, exc_info=True)
+
+    # -- IDLE (RFC 2177) ----------------------------------------------------------------------------
+    async def cmd_idle(self, command: Command, args: Args) -> str:
+        args.end()
+        if self.selected is not None:
+            await self._refresh(expunges=True)
+        await self.send(b"+ idling\r\n")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.idle_timeout
+        line_task = asyncio.ensure_future(self.commands.read_line())
+        try:
+            while True:
+                selected = self.selected
+                change = None
+                waiting: set[asyncio.Future] = {line_task}
+                if selected is not None:
+                    change = asyncio.ensure_future(self.server.watcher.wait(selected.mailbox.id, selected.path,
+                                                                            selected.state))
+                    waiting.add(change)
+                done, _ = await asyncio.wait(waiting, timeout=max(0.0, deadline - loop.time()),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if change is not None and change not in done:
+                    change.cancel()
+                if line_task in done:
+                    line = line_task.result()
+                    if line.strip().upper() != b"DONE":
+                        raise ParseError("IDLE ends with DONE")
+                    return "OK IDLE terminated"
+                if change is not None and change in done:
+                    try:
+                        await self._refresh(expunges=True)
+                    except (Bye, ConnectionError):
+                        raise
+                    except Exception as exc:
+                        log.info("IDLE refresh failed: %s", exc)
+                    continue
+                raise Bye("Autologout; idle for too long")
+        finally:
+            if not line_task.done():
+                line_task.cancel()
