@@ -38,6 +38,11 @@ def assemble(mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore,
              blobs: BlobStore, acl: AclStore, bus: EventBus | None = None,
              write_guard: Callable[[], None] | None = None,
              processed: ProcessedEvents | None = None) -> MailboxContext:
+    """The mailbox layer with its group listeners registered on ``bus`` (in-process by default).
+
+    More group listeners (search indexing, the vault) register on ``context.bus`` the same way,
+    before a RabbitMQ bus starts consuming (the ``listeners`` role starts after the backends).
+    """
     bus = bus or InProcessEventBus()
     bus.register(CurrentQuotaUpdater(quota, bus.dispatch, processed))
     bus.register(FastViewProjectionListener(messages, blobs, fast_view))
