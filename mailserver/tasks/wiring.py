@@ -24,7 +24,7 @@ from mailserver.queue.api import MailQueueFactory
 from mailserver.repository.api import MailRepositoryStore
 from mailserver.tasks import worker as w
 from mailserver.tasks.builtin.migration import SchemaVersions
-from mailserver.tasks.builtin.registration import register_builtin
+from mailserver.tasks.builtin.registration import EventBusParts, register_builtin
 from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.manager import TaskManager, default_node_name
 from mailserver.tasks.registry import TaskRegistry
@@ -66,10 +66,11 @@ class TaskServices:
 def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory | None = None,
           repositories: MailRepositoryStore | None = None, schema_versions: SchemaVersions | None = None,
           metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
-          polling: Polling | None = None) -> TaskServices:
+          polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskServices:
     """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
-                                schema_versions=schema_versions, dag_runs=dag_runs, polling=polling)
+                                schema_versions=schema_versions, dag_runs=dag_runs, polling=polling,
+                                event_bus=event_bus)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
                           heartbeat_timeout=settings.heartbeat_timeout, parallelism=settings.parallelism,
@@ -81,8 +82,8 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
 def cassandra_services(session: CassandraSession, settings: TaskSettings | None = None, *,
                        queues: MailQueueFactory | None = None, repositories: MailRepositoryStore | None = None,
                        metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
-                       polling: Polling | None = None) -> TaskServices:
+                       polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
     return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
                  repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
-                 dag_runs=dag_runs, polling=polling)
+                 dag_runs=dag_runs, polling=polling, event_bus=event_bus)

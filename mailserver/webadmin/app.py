@@ -26,6 +26,8 @@ from mailserver.webadmin.routes import (
     address,
     cassandra_version,
     domains,
+    event_bus_groups,
+    event_dead_letters,
     health,
     mail_queues,
     mail_repositories,
@@ -72,6 +74,9 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(cassandra_version.router(ctx.schema_versions, ctx.tasks, ctx.dag_runs))
     if ctx.tasks is not None:   # the maintenance procedures: DAG runs (503 while Airflow is not configured)
         app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users))
+    # The event bus: always served, 503 where this context lacks a part (as the procedures without Airflow).
+    app.include_router(event_dead_letters.router(ctx.dead_letters, ctx.bus, ctx.tasks))
+    app.include_router(event_bus_groups.router(ctx.required_groups, ctx.registered_groups, ctx.topology, ctx.tasks))
 
     @app.get("/metrics", tags=["metrics"], summary="Prometheus exposition (public)")
     def scrape() -> Response:

@@ -16,6 +16,11 @@ from mailserver.webadmin.auth import AuthConfig
 
 if TYPE_CHECKING:   # type hints only: the context stays importable without the optional packages
     from mailserver.airflow.api import DagRuns
+    from mailserver.events.api import EventBus
+    from mailserver.events.dead_letters import EventDeadLetters
+    from mailserver.events.registered_groups import RegisteredGroups
+    from mailserver.events.required_groups import RequiredGroups
+    from mailserver.events.topology import BusTopology
     from mailserver.queue.api import MailQueueFactory
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore
@@ -43,6 +48,12 @@ class WebAdminContext:
     schema_versions: SchemaVersions | None = None       # /cassandra/version
     # Airflow, where the maintenance procedures run; None: their routes answer 503 (not configured).
     dag_runs: DagRuns | None = None
+    # The event bus; None: /events/deadLetter and /events/groups answer 503 (not configured).
+    dead_letters: EventDeadLetters | None = None        # /events/deadLetter
+    bus: EventBus | None = None                         # redelivery of dead letters
+    required_groups: RequiredGroups | None = None       # /events/groups: what the nodes run
+    registered_groups: RegisteredGroups | None = None   # /events/groups: what RabbitMQ has (management API)
+    topology: BusTopology | None = None                 # the groups reset binds and unbinds through it
 
     def __post_init__(self) -> None:
         if self.guard is None:

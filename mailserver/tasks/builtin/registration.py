@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mailserver.queue.api import MailQueueFactory
 from mailserver.repository.api import MailRepositoryStore
-from mailserver.tasks.builtin import mailqueue, mailrepository, migration
+from mailserver.tasks.builtin import event_bus_groups, event_dead_letters, mailqueue, mailrepository, migration
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.registry import TaskRegistry
 
 if TYPE_CHECKING:
     from mailserver.airflow.api import DagRuns
+    from mailserver.events.api import EventBus
+    from mailserver.events.dead_letters import EventDeadLetters
+    from mailserver.events.registered_groups import RegisteredGroups
+    from mailserver.events.required_groups import RequiredGroups
+    from mailserver.events.topology import BusTopology
     from mailserver.tasks.builtin.dag_run import Polling
+
+
+@dataclass(frozen=True)
+class EventBusParts:
+    """What the event-bus tasks act on. The groups reset also needs the last three (RabbitMQ)."""
+
+    dead_letters: EventDeadLetters
+    bus: EventBus
+    required_groups: RequiredGroups | None = None
+    registered_groups: RegisteredGroups | None = None   # None without RABBITMQ_MANAGEMENT_URL
+    topology: BusTopology | None = None
 
 
 def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None = None,
                      repositories: MailRepositoryStore | None = None,
                      schema_versions: SchemaVersions | None = None, dag_runs: DagRuns | None = None,
-                     polling: Polling | None = None) -> TaskRegistry:
+                     polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskRegistry:
     """Register the types whose collaborators this node has (a node runs what it can build).
 
     With ``dag_runs`` (Airflow configured), the maintenance procedures are DAG runs; a schema
@@ -35,4 +52,9 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
 
         local = {migration.CassandraMigrationTask.type: migration.factory(schema_versions)} if schema_versions else {}
         dag_run.register(registry, dag_runs, polling or dag_run.Polling(), in_process=local)
+    if event_bus is not None:
+        event_dead_letters.register(registry, event_bus.dead_letters, event_bus.bus)
+        required, registered, topology = event_bus.required_groups, event_bus.registered_groups, event_bus.topology
+        if required is not None and registered is not None and topology is not None:
+            event_bus_groups.register(registry, required, registered, topology)
     return registry
