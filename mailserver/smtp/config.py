@@ -52,7 +52,8 @@ class SmtpConfig:
     timeout: float = 300.0                  # idle seconds before the session is dropped
     io_threads: int = 16                    # pool for blocking calls (enqueue, blob store, DomainList, hashing)
     strict_crlf: bool = True                # refuse a bare CR/LF in DATA (James 3.7.5+) and bare-LF command lines
-    forbid_unauth_pipelining: bool = True   # refuse a DATA terminator followed by more input at once
+    forbid_unauth_pipelining: bool = True   # input sent with DATA or after its end, before our reply: refuse, close
+    data_memory: int = 256 * 1024           # DATA content kept in memory per session; the rest spills to a temp file
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -69,6 +70,8 @@ class SmtpConfig:
             raise ValueError("max_connections must be >= 1 (None: no cap)")
         if self.max_connections_per_ip is not None and self.max_connections_per_ip < 1:
             raise ValueError("max_connections_per_ip must be >= 1 (None: no cap)")
+        if self.data_memory < 0:
+            raise ValueError("data_memory must be >= 0")
         if self.io_threads < 1:
             raise ValueError("io_threads must be >= 1")
         object.__setattr__(self, "authorized_networks", tuple(self.authorized_networks))

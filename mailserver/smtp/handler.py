@@ -11,18 +11,17 @@ What a transaction goes through (James's SMTP hooks, in order):
   ``550 5.7.1 Requested action not taken: relaying denied`` (unless ``auth_required`` is off:
   the mailet container's ``relay-denied`` processor then decides, as James with
   ``authRequired=false``);
-* end of DATA: bare CR/LF refused (``500 5.0.0``, James's smuggling fix), input pipelined after
-  the terminator refused (``554 5.5.0``), a ``Received:`` header prepended, the ``Mail`` built
-  with James's intake attributes and enqueued on ``spool``; ``250`` only once ``enqueue``
-  returned (durable), ``451 4.3.0`` when it raised (nothing accepted).
+* DATA (``IntakeSMTP.smtp_DATA``, ``data.py``): bare CR/LF refused (``500 5.0.0``, James's
+  smuggling fix), over-long lines and content over the size limit refused, input pipelined
+  with DATA or after its end refused (``554 5.5.0``) and the session closed;
+* end of DATA (here): a ``Received:`` header prepended, the ``Mail`` built with James's intake
+  attributes and enqueued on ``spool``; ``250`` only once ``enqueue`` returned (durable),
+  ``451 4.3.0`` when it raised (nothing accepted).
 
-Memory: aiosmtpd (1.4.6) buffers the whole DATA in memory (about twice the message at the
-moment it joins the lines) before calling ``handle_DATA``; it stops buffering once the size
-limit is passed. From there this handler adds no full copy when a ``MimeMessageStore`` is
-given: the Received header and the received bytes are streamed into the blob store (the body
-through a spooled temporary file). Without a store the content travels inline
-(``MailContent.of_bytes``), one more copy. Peak memory is therefore about
-``2 x max_message_size x concurrent DATA transfers``; cap ``max_connections`` accordingly.
+Memory: the content arrives in a spool (``envelope.data``: at most ``SmtpConfig.data_memory``
+bytes in memory, the rest in a temporary file) that ``smtp_DATA`` closes after this hook. With
+a ``MimeMessageStore`` the Received header and the spool are streamed into the blob store, no
+full copy in memory; without one (tests) the content travels inline (``MailContent.of_bytes``).
 """
 
 from __future__ import annotations
@@ -31,16 +30,16 @@ import asyncio
 import contextvars
 import io
 import logging
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from email.utils import format_datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from aiosmtpd.smtp import Envelope, Session
 
 from mailserver.domains.api import DomainList
+from mailserver.mailbox.content import MalformedMessage
 from mailserver.model.address import InvalidAddress, MailAddress, Username
 from mailserver.model.mail import (
     HELO,
@@ -55,6 +54,7 @@ from mailserver.queue.content import MimeMessageStore
 from mailserver.smtp.auth import SmtpAuthenticator
 from mailserver.smtp.backpressure import BackPressure, Stage
 from mailserver.smtp.config import SmtpConfig, in_networks
+from mailserver.smtp.data import BAD_LINE_ENDING
 from mailserver.users.api import UsersRepository
 
 if TYPE_CHECKING:
@@ -67,10 +67,8 @@ SSL_PROTOCOL = "org.apache.james.ssl.protocol"
 SSL_CIPHER = "org.apache.james.ssl.cipher"
 
 RELAY_DENIED = "550 5.7.1 Requested action not taken: relaying denied"
-BAD_LINE_ENDING = "500 5.0.0 line delimiter must be CRLF"
 PIPELINING_REFUSED = "554 5.5.0 Error: SMTP protocol synchronization"
 NOT_ACCEPTED = "451 4.3.0 Temporary failure, message not accepted, try again later"
-STRICT_CRLF_VIOLATION = re.compile(rb"\r(?!\n)|(?<!\r)\n")
 _CHUNK = 64 * 1024
 
 
@@ -79,26 +77,21 @@ class BareLineFeed(ValueError):
 
 
 class _ChainedReader(io.RawIOBase):
-    """Reads ``parts`` one after the other without concatenating them (no extra copy)."""
+    """Reads the binary files ``parts`` one after the other without concatenating them."""
 
-    def __init__(self, parts: Sequence[bytes]) -> None:
-        self._parts = [memoryview(p) for p in parts]
-        self._index = 0
-        self._offset = 0
+    def __init__(self, parts: Sequence[IO[bytes]]) -> None:
+        self._parts = list(parts)
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        while self._index < len(self._parts):
-            part = self._parts[self._index]
-            if self._offset < len(part):
-                n = min(len(buffer), len(part) - self._offset)
-                buffer[:n] = part[self._offset:self._offset + n]
-                self._offset += n
-                return n
-            self._index += 1
-            self._offset = 0
+        while self._parts:
+            chunk = self._parts[0].read(len(buffer))
+            if chunk:
+                buffer[:len(chunk)] = chunk
+                return len(chunk)
+            self._parts.pop(0)
         return 0
 
 
@@ -209,19 +202,16 @@ class IntakeHandler(SmtpAuthenticator):
         return f"250 2.1.5 Recipient <{recipient}> OK"
 
     async def handle_DATA(self, server: IntakeSMTP, session: Session, envelope: Envelope) -> str:
+        """The content is ``envelope.data`` (checked by ``smtp_DATA``), its spool at position 0."""
         name = envelope.mail_name  # type: ignore[attr-defined]
-        raw: bytes = envelope.original_content or b""
-        if self.config.strict_crlf and STRICT_CRLF_VIOLATION.search(raw):
-            log.warning("mail %s refused: bare CR or LF in DATA (possible SMTP smuggling)", name)
-            return BAD_LINE_ENDING
-        if self.config.forbid_unauth_pipelining and server.has_pending_input():
-            log.warning("mail %s refused: input pipelined after the end of DATA (PIPELINING not offered)", name)
-            server.close_soon()
-            return PIPELINING_REFUSED
+        spool = envelope.data.spool  # type: ignore[attr-defined]
         mail = self.build_mail(server, session, envelope, name)
         received = self.received_header(server, session, envelope).encode("utf-8", "surrogateescape")
         try:
-            mail.content = await self.blocking(self._content, received, raw)
+            mail.content = await self.blocking(self._content, received, spool)
+        except MalformedMessage as exc:   # retrying cannot help: a permanent refusal, not 451
+            log.warning("mail %s refused: %s", name, exc)
+            return f"554 5.6.0 Message content not accepted: {exc}"
         except Exception:
             log.exception("mail %s: storing the content failed", name)
             return NOT_ACCEPTED
@@ -240,10 +230,10 @@ class IntakeHandler(SmtpAuthenticator):
         return f"250 2.6.0 Message received, queued as {name}"
 
     # -- building the mail -------------------------------------------------------------------
-    def _content(self, received: bytes, raw: bytes) -> MailContent:
+    def _content(self, received: bytes, spool: IO[bytes]) -> MailContent:
         if self.store is None:
-            return MailContent.of_bytes(received + raw)
-        reader = io.BufferedReader(_ChainedReader([received, raw]), buffer_size=_CHUNK)
+            return MailContent.of_bytes(received + spool.read())
+        reader = io.BufferedReader(_ChainedReader([io.BytesIO(received), spool]), buffer_size=_CHUNK)
         return self.store.save(reader)
 
     def build_mail(self, server: IntakeSMTP, session: Session, envelope: Envelope, name: str) -> Mail:

@@ -9,6 +9,13 @@ Logging: every record emitted during a session carries the MDC fields ``protocol
 ``mailId``, the name the accepted ``Mail`` gets (also sent in the 250 reply).
 
 The client's host name is its IP address: no reverse DNS lookup is made (James does one).
+
+DATA is this module's own ``smtp_DATA`` (aiosmtpd documents overriding command methods in a
+subclass): the content is streamed into a bounded spool (``data.py``) instead of aiosmtpd's
+in-memory list, and DATA ends its pipeline group (RFC 2920 3.1): PIPELINING is not offered,
+so input that arrived with DATA or with the end of its content, before our reply, means the
+client did not wait; whatever DATA's reply, the session then ends and nothing it sent after
+DATA is executed (``forbid_unauth_pipelining``).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiosmtpd.smtp import SMTP, Envelope, Session
+from aiosmtpd.smtp import SMTP, Envelope, Session, syntax
 
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Username
@@ -38,7 +45,8 @@ from mailserver.smtp.backpressure import (
     Stage,
 )
 from mailserver.smtp.config import SmtpConfig
-from mailserver.smtp.handler import BareLineFeed, IntakeHandler
+from mailserver.smtp.data import ReceivedData, receive
+from mailserver.smtp.handler import PIPELINING_REFUSED, BareLineFeed, IntakeHandler
 from mailserver.smtp.limits import ConnectionLimits
 from mailserver.users.api import UsersRepository
 
@@ -48,7 +56,6 @@ log = logging.getLogger(__name__)
 _REWRITES = {
     "552 Error: message size exceeds fixed maximum message size":
         "552 5.3.4 Message size exceeds fixed maximum message size",
-    "552 Error: Too much mail data": "552 5.3.4 Message size exceeds fixed maximum message size",
 }
 
 
@@ -63,11 +70,16 @@ class IntakeSession(Session):
 
 
 class IntakeEnvelope(Envelope):
-    """One transaction; its ``mail_name`` is the name the accepted mail gets."""
+    """One transaction; its ``mail_name`` is the name the accepted mail gets.
+
+    ``data`` is the content while ``handle_DATA`` runs (aiosmtpd's ``original_content`` stays
+    None: the content is in a spool, not in memory).
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.mail_name = new_mail_name()
+        self.data: ReceivedData | None = None
 
 
 class IntakeSMTP(SMTP):
@@ -78,6 +90,9 @@ class IntakeSMTP(SMTP):
         self.remote_addr: str | None = None
         self.remote_host = "unknown"
         self._counted = False
+        self.ending = False   # the session is being closed: commands already received are not run
+        self.stream: asyncio.StreamReader | None = None
+        self.receiving: ReceivedData | None = None   # the content of the DATA being read
         self._smtp_methods = {name: self._in_mdc(name, method) for name, method in self._smtp_methods.items()}
 
     # -- state -------------------------------------------------------------------------------
@@ -89,6 +104,7 @@ class IntakeSMTP(SMTP):
 
     def _cb_client_connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         super()._cb_client_connected(reader, writer)
+        self.stream = reader   # DATA content is read from it by smtp_DATA
         if not self.owner.config.strict_crlf:
             return
         # aiosmtpd reads command lines (and AUTH responses) up to a bare LF; DATA is read up to CRLF.
@@ -127,15 +143,82 @@ class IntakeSMTP(SMTP):
         return str(ssl_object.version()), str(cipher[0] if cipher else "")
 
     def has_pending_input(self) -> bool:
-        """Bytes already received after the DATA terminator (the client did not wait for our reply)."""
+        """Bytes already received and not yet read (the client did not wait for our reply)."""
         buffer = getattr(self._reader, "_buffer", None)
         return bool(buffer)
 
+    def _stop_reading(self) -> None:
+        """No command received so far or later is run: the buffered input is dropped (as aiosmtpd
+        drops the plain-text input at STARTTLS) and ``ending`` makes the command wrapper skip the rest."""
+        self.ending = True
+        buffer = getattr(self._reader, "_buffer", None)
+        if buffer:
+            buffer.clear()
+
     def close_soon(self) -> None:
-        """Close once the reply being sent now has been written."""
+        """Close once the reply being sent now has been written; commands still buffered are not run."""
+        self._stop_reading()
         transport = self.transport
         if transport is not None:
             self.loop.call_soon(transport.close)
+
+    def close_now(self) -> None:
+        """Close after the replies already pushed (the transport flushes them first)."""
+        self._stop_reading()
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- DATA --------------------------------------------------------------------------------
+    @syntax("DATA")
+    async def smtp_DATA(self, arg: str | None) -> None:
+        """aiosmtpd's DATA with the content streamed to a spool and DATA ending the pipeline group."""
+        forbid = self.owner.config.forbid_unauth_pipelining
+        pipelined = forbid and self.has_pending_input()   # sent with DATA, before any reply to it
+        if await self.check_helo_needed() or await self.check_auth_needed("DATA"):
+            if pipelined:
+                self.close_now()
+            return
+        assert self.envelope is not None
+        refusal = "503 5.5.1 Error: need RCPT command" if not self.envelope.rcpt_tos else (
+            "501 5.5.4 Syntax: DATA" if arg else None)
+        if refusal is None and pipelined:
+            log.warning("DATA refused: content sent before the 354 reply (PIPELINING not offered)")
+            refusal = PIPELINING_REFUSED
+        if refusal is not None:
+            await self._end_of_group(refusal, pipelined)
+            return
+        await self.push("354 End data with <CR><LF>.<CR><LF>")
+        assert self.stream is not None
+        c = self.owner.config
+        self.receiving = data = ReceivedData.spooled(c.data_memory)
+        try:
+            await receive(self.stream, data, size_limit=c.max_message_size or None,
+                          line_limit=self.line_length_limit, strict_crlf=c.strict_crlf)
+        finally:
+            self.receiving = None
+        envelope = self.envelope
+        try:
+            pipelined = forbid and self.has_pending_input()   # before our reply: the client did not wait
+            if data.refusal is not None:
+                log.warning("mail %s refused: %s", getattr(envelope, "mail_name", "?"), data.refusal)
+                status = data.refusal
+            elif pipelined:
+                log.warning("mail %s refused: input pipelined after the end of DATA (PIPELINING not offered)",
+                            getattr(envelope, "mail_name", "?"))
+                status = PIPELINING_REFUSED
+            else:
+                envelope.data = data  # type: ignore[attr-defined]
+                status = await self.event_handler.handle_DATA(self, self.session, envelope)
+        finally:
+            data.close()   # on every path, cancellation (disconnect) included: memory or temp file given back
+            self.envelope = self._create_envelope()
+        await self._end_of_group(status, pipelined)
+
+    async def _end_of_group(self, reply: str, pipelined: bool) -> None:
+        await self.push(reply)
+        if pipelined:
+            log.warning("input pipelined after DATA (PIPELINING not offered): closing the session")
+            self.close_now()
 
     # -- logging context ---------------------------------------------------------------------
     def _mdc_fields(self) -> dict[str, Any]:
@@ -150,6 +233,8 @@ class IntakeSMTP(SMTP):
 
         @functools.wraps(method)
         async def run(arg: Any) -> None:
+            if self.ending:
+                return   # read from the buffer after the session was ended: never executed
             envelope = self.envelope
             with mdc(**self._mdc_fields(), mailId=getattr(envelope, "mail_name", None)):
                 if timer is None:

@@ -207,6 +207,14 @@ def test_content_goes_through_the_mime_message_store(servers):
     assert mail.content.size == len(raw)
 
 
+def test_content_the_store_cannot_split_is_refused_for_good(servers):
+    thread, queue = servers(store=MimeMessageStore(MemoryBlobStore()))
+    header_only = b"X-Filler: " + b"f" * 80 + b"\r\n"
+    code, text = send(thread.port, [f"alice@{LOCAL}"], message=header_only * 13000)   # 1.2 MiB, no body
+    assert code == 554 and text.startswith(b"5.6.0 Message content not accepted: no end of header")
+    assert queue.size() == 0
+
+
 def test_maintenance_refuses_connections_with_421_and_recovers(servers):
     maintenance = {"on": True}
     thread, queue = servers(maintenance=lambda: maintenance["on"])
