@@ -196,6 +196,7 @@ class WebAdminRole(Role):
                  lifecycle: ApplicationLifecycle | None = None) -> None:
         import uvicorn
 
+        from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
         from mailserver.webadmin.app import create_app
         from mailserver.webadmin.context import WebAdminContext
         from mailserver.webadmin.server import ServerConfig
@@ -209,7 +210,11 @@ class WebAdminRole(Role):
                                   metrics=backends.metrics, queues=backends.queues,
                                   repositories=backends.repositories, contents=backends.contents,
                                   tasks=tasks.manager, schema_versions=tasks.schema_versions,
-                                  dag_runs=tasks.dag_runs)
+                                  dag_runs=tasks.dag_runs, dead_letters=backends.dead_letters, bus=backends.bus,
+                                  required_groups=backends.required_groups,
+                                  registered_groups=registered_groups_from_env(env, backends.bus.amqp_url,
+                                                                               backends.bus.names),
+                                  topology=backends.bus.topology)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))

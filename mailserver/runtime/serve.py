@@ -34,6 +34,8 @@ from mailserver.runtime.roles import (
 )
 from mailserver.runtime.settings import ServeSettings
 from mailserver.tasks.builtin.dag_run import Polling
+from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
+from mailserver.tasks.builtin.registration import EventBusParts
 from mailserver.tasks.wiring import TaskSettings, cassandra_services
 
 log = logging.getLogger(__name__)
@@ -103,9 +105,12 @@ class Server:
                                      metrics=backends.metrics).start()
         task_settings = TaskSettings.from_env({**self.env, "MAILSERVER_NODE_NAME": s.node_name})
         dag_runs, polling = airflow_dag_runs(self.env)
+        bus = backends.bus   # the event-bus tasks: dead-letter redelivery, groups reset (management API)
+        event_bus = EventBusParts(backends.dead_letters, bus, backends.required_groups,
+                                  registered_groups_from_env(self.env, bus.amqp_url, bus.names), bus.topology)
         tasks = cassandra_services(backends.session, task_settings, queues=backends.queues,
                                    repositories=backends.repositories, metrics=backends.metrics,
-                                   dag_runs=dag_runs, polling=polling)
+                                   dag_runs=dag_runs, polling=polling, event_bus=event_bus)
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
             "tasks": lambda: TasksRole(tasks),
