@@ -16,7 +16,8 @@ James's RabbitMQMailQueue (james-runtime.md §2), plus delays (the delayer patte
   ``JamesMailQueue-delay-exchange-Q``. A delayed mail is published there and reaches the work
   queue when its TTL expires; every message of one delay queue has the same TTL, so expiry order
   is arrival order. The view row keeps the due time, so browse reports ``next_delivery``.
-* dequeue: ``basic_get`` polling, one message at a time, manual ack. Undeserialisable bodies and
+* dequeue: each thread's channel consumes the work queue (``basic_consume``, prefetch 1, manual
+  ack): the broker pushes the next message, the thread waits on its socket, nothing polls. Undeserialisable bodies and
   references whose blobs are missing are rejected to the dead-letter queue (poison); messages
   whose enqueueId is marked deleted (admin remove/clear) are acked and skipped.
 * Two AMQP headers travel beside James's JSON body, which stays byte-compatible with James:
@@ -85,7 +86,7 @@ SIZE_HEADER = "x-mail-size"
 ENQUEUED_TIME_HEADER = "x-enqueued-time"
 CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.StreamLostError)
 CHANNEL_ERRORS = (px.ChannelClosed, px.ChannelWrongStateError)
-_POLL_MIN, _POLL_MAX = 0.02, 0.5
+_WAIT_MAX = 1.0   # seconds a dequeue without timeout blocks per round (then rechecks its link)
 
 T = TypeVar("T")
 
@@ -108,6 +109,9 @@ class _Link:
         self.generation = itertools.count()
         self.channel_id = 0
         self.abandoned: deque[tuple[int, int]] = deque()  # (channel_id, delivery tag) dropped without done()
+        self.deliveries: deque[tuple[int, int, Any, bytes]] = deque()  # pushed by the broker, not taken yet
+        self.consumer_channel_id: int | None = None
+        self.consumer_tag: str | None = None
         self.channel = self._open_channel()
 
     def _open_channel(self) -> Any:
@@ -340,31 +344,59 @@ class DistributedMailQueue(MailQueue):
 
     def _dequeue(self, timeout: float | None) -> DistributedMailQueueItem | None:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        pause = _POLL_MIN
         while True:
             link = self._link()
             self._drain_abandoned(link)
             try:
-                method, props, body = link.channel.basic_get(self.names.workqueue, auto_ack=False)
+                self._ensure_consumer(link)
             except CONNECTION_ERRORS:
                 self._forget(link)
                 link = self._link()
-                method, props, body = link.channel.basic_get(self.names.workqueue, auto_ack=False)
-            if method is not None:
-                item = self._accept(link, method.delivery_tag, props, body)
+                self._ensure_consumer(link)
+            while link.deliveries:
+                channel_id, tag, props, body = link.deliveries.popleft()
+                if channel_id != link.channel_id:
+                    continue   # pushed on a channel since closed: the broker requeued it
+                item = self._accept(link, tag, props, body)
                 if item is not None:
+                    # Stop the pushes while the caller works: nothing waits unseen in this process
+                    # (sizes stay exact, a thread that never comes back strands nothing).
+                    self._cancel_consumer(link)
                     return item
-                pause = _POLL_MIN
-                continue
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
-            wait = pause if remaining is None else min(pause, remaining)
             try:
-                link.connection.process_data_events(time_limit=wait)
+                # Blocks on the socket until the broker pushes a message (or the time is up): no polling.
+                link.connection.process_data_events(time_limit=_WAIT_MAX if remaining is None
+                                                    else min(remaining, _WAIT_MAX))
             except CONNECTION_ERRORS:
                 self._forget(link)  # reconnect at the next round (MailQueueError if the broker is gone)
-            pause = min(pause * 2, _POLL_MAX)
+
+    def _ensure_consumer(self, link: _Link) -> None:
+        """One consumer per thread's channel, prefetch 1: a thread holds at most the mail it works on."""
+        if link.consumer_channel_id == link.channel_id:
+            return
+        channel, channel_id = link.channel, link.channel_id
+
+        def pushed(_ch: Any, method: Any, props: Any, body: bytes) -> None:
+            link.deliveries.append((channel_id, method.delivery_tag, props, body))
+        channel.basic_qos(prefetch_count=1)
+        link.consumer_tag = channel.basic_consume(self.names.workqueue, pushed, auto_ack=False)
+        link.consumer_channel_id = channel_id
+
+    def _cancel_consumer(self, link: _Link) -> None:
+        if link.consumer_channel_id != link.channel_id or link.consumer_tag is None:
+            return
+        try:
+            link.channel.basic_cancel(link.consumer_tag)   # undispatched pushes are requeued by pika
+        except (*CONNECTION_ERRORS, *CHANNEL_ERRORS):
+            log.debug("queue %s: cancelling a consumer failed", self.name, exc_info=True)
+        link.consumer_channel_id, link.consumer_tag = None, None
+        while link.deliveries:    # dispatched but not taken (none with prefetch 1): back to the queue
+            channel_id, tag, _props, _body = link.deliveries.popleft()
+            if channel_id == link.channel_id and link.channel.is_open:
+                link.channel.basic_nack(tag, requeue=True)
 
     def _accept(self, link: _Link, tag: int, props: Any, body: bytes) -> DistributedMailQueueItem | None:
         ch = link.channel

@@ -6,7 +6,8 @@ from mailserver.events.required_groups import ADDED, REMOVED, RequiredGroups, Re
 from mailserver.eventsourcing.memory import MemoryEventStore
 
 QUOTA = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
-FAST_VIEW = "org.apache.james.jmap.event.ComputeMessageFastViewProjectionListener$ComputeMessageFastViewProjectionListenerGroup"
+FAST_VIEW = ("org.apache.james.jmap.event.ComputeMessageFastViewProjectionListener"
+             "$ComputeMessageFastViewProjectionListenerGroup")
 
 
 def test_first_start_adds_every_group_with_host_and_date():
@@ -14,7 +15,8 @@ def test_first_start_adds_every_group_with_host_and_date():
 
     changes = groups.require(RequireGroups.of([QUOTA, FAST_VIEW], host="node-1"))
 
-    assert sorted((c.type, c.group, c.host) for c in changes) == [(ADDED, FAST_VIEW, "node-1"), (ADDED, QUOTA, "node-1")]
+    assert sorted((c.type, c.group, c.host) for c in changes) == [(ADDED, FAST_VIEW, "node-1"),
+                                                                  (ADDED, QUOTA, "node-1")]
     assert all(c.date.endswith("Z") for c in changes)
     assert groups.current() == {QUOTA, FAST_VIEW}
 
