@@ -182,8 +182,12 @@ class MailboxManager:
     # ------------------------------------------------------------------ messages
     def append(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], *,
                internal_date: datetime | None = None, flags: Flags | None = None,
-               is_delivery: bool = False) -> AppendResult:
-        """Store a message; the content is streamed to the blob store, never held whole in memory."""
+               is_delivery: bool = False, message_id: MessageId | None = None) -> AppendResult:
+        """Store a message; the content is streamed to the blob store, never held whole in memory.
+
+        ``message_id`` lets a caller that may run twice for the same message (a mail delivered
+        again after a crash) choose the id, so it can tell whether the first run stored it.
+        """
         self._guard()
         mailbox = self.get_mailbox(path)
         parts = message_content.split(raw)  # MalformedMessage before anything is written
@@ -195,7 +199,7 @@ class MailboxManager:
         finally:
             parts.close()
         now = self._now()
-        message_id = MessageId.generate()
+        message_id = message_id or MessageId.generate()
         self.messages.save_content(MessageContent(
             message_id=message_id, internal_date=internal_date or now, body_start_octet=parts.body_start_octet,
             full_content_octets=parts.size, header_blob_id=str(header_blob), body_blob_id=str(body_blob)))

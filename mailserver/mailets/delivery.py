@@ -9,6 +9,11 @@ A recipient whose storage fails (over quota, no such account, storage error afte
 spool as a new mail ``error-<name>`` to the ``onMailetException`` processor (default
 ``error``, whose chain bounces it and keeps it in ``var/mail/error``). The mail is then
 consumed (ghosted) unless ``consume`` is false.
+
+Delivery has an exactly-once effect per mail and recipient: the stored copy's message id is
+derived from the mail's name and the recipient (``delivery_id``), and a copy already stored under
+it (the spool item came again after a crash) is not stored twice; such skips are counted
+(``localDeliveryDuplicates``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING
 from mailserver.mailbox.content import MalformedMessage
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, OverQuota
 from mailserver.mailets.api import Mailet, Params
+from mailserver.mailets.delivery_id import delivery_message_id
 from mailserver.mailets.mime import edit_header
 from mailserver.mailets.rewrite import RRT_ERROR, rewrite_recipients
 from mailserver.model.address import MailAddress
@@ -105,14 +111,21 @@ class LocalDelivery(Mailet):
         data = edit_header(header, remove=(RETURN_PATH,), prepend=((RETURN_PATH, return_path),), add=own) + body
         inbox = MailboxPath.inbox(self.context.username_of(recipient))
         manager = self.context.mailboxes
+        message_id = delivery_message_id(mail.name, recipient)
+        if message_id is not None and manager.find_message(message_id):
+            # Delivered before a crash kept the spool item from being acknowledged: not twice.
+            self.context.count("localDeliveryDuplicates")
+            self.context.mail_logger(mail).info("already delivered to %s (message %s): skipped", recipient,
+                                                message_id)
+            return
         try:
-            manager.append(inbox, data, is_delivery=True)
+            manager.append(inbox, data, is_delivery=True, message_id=message_id)
         except MailboxNotFound:
             try:
                 manager.create_mailbox(inbox)
             except MailboxExists:
                 pass  # created by a concurrent delivery
-            manager.append(inbox, data, is_delivery=True)
+            manager.append(inbox, data, is_delivery=True, message_id=message_id)
 
     def _handle_failures(self, mail: Mail, failed: list[tuple[MailAddress, Exception]]) -> None:
         target = self.on_failure

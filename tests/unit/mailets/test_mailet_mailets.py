@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 import email.policy
+import copy
 import logging
 
 from mailserver.mailets.bounce import Bounce, DSNBounce
@@ -127,6 +128,26 @@ def test_local_delivery_to_inbox_created_on_first_delivery(env: Env):
     (meta,) = env.mailbox.manager.get_messages(MailboxPath.inbox("bob@example.com"))
     assert SystemFlag.RECENT in meta.flags.system  # delivered with is_delivery
     assert env.context.counters["localDeliveredMails"] == 2
+
+
+def test_local_delivery_of_a_mail_seen_again_after_a_crash_stores_no_second_copy(env: Env):
+    mail = make_mail("alice@example.com", "bob@example.com", state="local-delivery")
+    again = copy.deepcopy(mail)    # the same spool item, delivered again (never acknowledged)
+    mailet(LocalDelivery, env).service(mail)
+
+    mailet(LocalDelivery, env).service(again)
+
+    assert len(env.inbox("alice@example.com")) == len(env.inbox("bob@example.com")) == 1
+    assert env.context.counters["localDeliveredMails"] == 4   # each recipient handled twice...
+    assert env.context.counters["localDeliveryDuplicates"] == 2   # ...stored once
+
+
+def test_local_delivery_of_another_mail_with_the_same_content_stores_it_again(env: Env):
+    mailet(LocalDelivery, env).service(make_mail("alice@example.com", state="local-delivery"))
+    mailet(LocalDelivery, env).service(make_mail("alice@example.com", state="local-delivery"))
+
+    assert len(env.inbox("alice@example.com")) == 2
+    assert env.context.counters["localDeliveryDuplicates"] == 0
 
 
 def test_local_delivery_over_quota_sends_the_failed_recipients_to_error(env: Env):
