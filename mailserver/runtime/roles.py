@@ -92,6 +92,34 @@ class SmtpRole(Role):
         return smtp_alive(self.thread)
 
 
+class ImapRole(Role):
+    """IMAP4rev1 on the mailbox manager; sessions are refused with ``* BYE`` during maintenance mode."""
+
+    name = "imap"
+
+    def __init__(self, settings: ServeSettings, backends: Backends) -> None:
+        from mailserver.imap import ImapServer, ImapServerThread
+        from mailserver.imap.subscriptions import CassandraSubscriptionStore
+
+        server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
+                            subscriptions=CassandraSubscriptionStore(backends.session),
+                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
+        self.thread = ImapServerThread(server)
+
+    @property
+    def port(self) -> int:
+        return self.thread.port
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+    def alive(self) -> bool:
+        return self.thread.alive()
+
+
 class SpoolerRole(Role):
     name = "spooler"
 

@@ -24,6 +24,7 @@ from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.roles import (
+    ImapRole,
     ListenersRole,
     OutgoingRole,
     Role,
@@ -62,7 +63,7 @@ def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Pollin
     return HttpDagRuns(settings), Polling(settings.poll_interval, settings.unreachable_timeout)
 
 
-START_ORDER = ("tasks", "webadmin", "listeners", "spooler", "outgoing", "smtp")
+START_ORDER = ("tasks", "webadmin", "listeners", "spooler", "outgoing", "imap", "smtp")
 
 
 def start_roles(lifecycle: ApplicationLifecycle, builders: Mapping[str, Callable[[], Role]],
@@ -118,6 +119,7 @@ class Server:
             "listeners": lambda: ListenersRole(s, backends),
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
+            "imap": lambda: ImapRole(s, backends),
             "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]
         }
         start_roles(self.lifecycle, builders, self.roles)

@@ -16,11 +16,12 @@ from pathlib import Path
 
 from mailserver.delivery.resolver import MxHost
 from mailserver.events.retry import RetryPolicy
+from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
 from mailserver.smtp.config import SmtpConfig
 
-ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners")
+ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners", "imap")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
@@ -101,6 +102,7 @@ def event_retry_policy(read: _Reader) -> RetryPolicy:
 class ServeSettings:
     roles: tuple[str, ...] = ROLES
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
+    imap: ImapConfig = field(default_factory=ImapConfig)
     mailet_container: Path = DEFAULT_FILE
     spooler_threads: int | None = None          # None: the YAML's spooler.threads
     mx_static: dict[str, list[MxHost]] | None = None   # None: DNS
@@ -146,10 +148,23 @@ class ServeSettings:
             max_connections_per_ip=read.cap("MAILSERVER_SMTP_MAX_CONNECTIONS_PER_IP",
                                             SmtpConfig.max_connections_per_ip),
         )
+        imap = ImapConfig(
+            host=read.text("MAILSERVER_IMAP_HOST", "127.0.0.1"),
+            port=read.integer("MAILSERVER_IMAP_PORT", 1143),
+            auth_require_tls=read.boolean("MAILSERVER_IMAP_AUTH_REQUIRE_TLS", True),
+            # The SMTP certificate unless IMAP has its own.
+            tls_cert=read.optional("MAILSERVER_IMAP_TLS_CERT") or smtp.tls_cert,
+            tls_key=read.optional("MAILSERVER_IMAP_TLS_KEY") or smtp.tls_key,
+            max_append_size=read.size("MAILSERVER_IMAP_APPEND_LIMIT", smtp.max_message_size or 25 * 1024**2),
+            max_connections=read.integer("MAILSERVER_IMAP_MAX_CONNECTIONS", 1000),
+            idle_timeout=float(read.integer("MAILSERVER_IMAP_IDLE_TIMEOUT_SECONDS", 1800)),
+            idle_poll_interval=float(read.integer("MAILSERVER_IMAP_IDLE_POLL_MS", 2000)) / 1000,
+        )
         mx = read.optional("MAILSERVER_MX_STATIC")
         return cls(
             roles=parse_roles(roles if roles is not None else read.text("MAILSERVER_ROLES", ",".join(ROLES))),
             smtp=smtp,
+            imap=imap,
             mailet_container=Path(read.text("MAILSERVER_MAILETCONTAINER", str(DEFAULT_FILE))),
             spooler_threads=read.optional_integer("MAILSERVER_SPOOLER_THREADS"),
             mx_static=parse_mx_table(mx) if mx else None,

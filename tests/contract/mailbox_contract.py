@@ -156,6 +156,16 @@ class MailboxContract:
         assert listed[0].size == len(message(1))
         assert listed[0].body_start_octet == message(1).index(b"\r\n\r\n") + 4
 
+    def test_append_under_a_chosen_message_id_is_found_by_it(self, ctx, inbox):
+        chosen = MessageId.generate()
+        assert ctx.manager.find_message(chosen) == []
+
+        result = ctx.manager.append(inbox, message(1), message_id=chosen)
+
+        assert result.id.message_id == chosen
+        assert [m.uid for m in ctx.manager.find_message(chosen)] == [result.id.uid]
+        assert ctx.manager.read_message(chosen) == message(1)
+
     def test_mailbox_state_follows_appends_flags_and_expunges_and_uid_next_never_drops(self, ctx, inbox):
         assert ctx.manager.mailbox_state(inbox) == MailboxState(count=0, unseen=0, uid_next=1, highest_modseq=0)
         ctx.manager.append(inbox, message(1))

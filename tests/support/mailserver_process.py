@@ -56,6 +56,7 @@ def server_env(stack: Endpoints, amqp_url: str, keyspace: str, bucket: str, cont
            "CASSANDRA_KEYSPACE": keyspace, "S3_DEFAULT_BUCKET": bucket,
            "MAILSERVER_MAILETCONTAINER": str(container),
            "MAILSERVER_SMTP_PORT": str(free_port()), "MAILSERVER_WEBADMIN_PORT": str(free_port()),
+           "MAILSERVER_IMAP_PORT": str(free_port()),
            "MAILSERVER_WEBADMIN_PASSWORD": WEBADMIN_PASSWORD,
            "MAILSERVER_HOSTNAME": "mx.e2e.test",
            # Loopback tests authenticate without STARTTLS; the default (TLS first) is tested elsewhere.
