@@ -9,8 +9,7 @@ import pytest
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.events.in_process import InProcessEventBus
-from mailserver.mailbox.content import preview
-from mailserver.mailbox.mime_parts import MAX_DEPTH, MAX_PARTS, leaf_parts
+from mailserver.mailbox.content import MAX_DEPTH, MAX_PARTS, leaf_parts, preview
 from mailserver.mailbox.wiring import memory_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
