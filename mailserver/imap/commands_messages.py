@@ -5,8 +5,9 @@ uids with the session's own map (``selected.py``); the mailbox manager only sees
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from mailserver.blob.api import BlobNotFound
 from mailserver.imap.commands_mailboxes import parse_flags
@@ -161,11 +162,21 @@ class MessageCommands:
                 except _GONE:
                     missing = True
                     continue
+            streams = {}
+            try:
+                for piece in pieces:   # opened before anything of this message is written: a miss costs nothing
+                    if isinstance(piece, StreamSlice):
+                        streams[id(piece)] = await self.blocking(self.manager.open_message, piece.message.message_id)
+            except _GONE:
+                for stream in streams.values():
+                    await self.blocking(stream.close)
+                missing = True
+                continue
             for piece in pieces:
                 if isinstance(piece, bytes):
                     self.writer.write(piece)
                 else:
-                    await self._stream(piece)
+                    await self._stream(piece, streams[id(piece)])
             await self.writer.drain()
         if missing:
             from mailserver.imap.session import No
@@ -173,9 +184,8 @@ class MessageCommands:
             raise No("some of the requested messages no longer exist", "EXPUNGEISSUED")
         return "OK FETCH completed"
 
-    async def _stream(self: Session, piece: StreamSlice) -> None:
+    async def _stream(self: Session, piece: StreamSlice, stream: BinaryIO) -> None:
         """Write octets [start, start + length) of a message from the blob store, chunk by chunk."""
-        stream = await self.blocking(self.manager.open_message, piece.message.message_id)
         try:
             skip = piece.start
             while skip:
@@ -191,6 +201,13 @@ class MessageCommands:
                 self.writer.write(chunk)
                 await self.writer.drain()
                 remaining -= len(chunk)
+        except (ConnectionError, asyncio.CancelledError):
+            raise
+        except Exception as exc:   # the literal's size is already announced: the stream cannot be repaired
+            from mailserver.imap.session import Bye
+
+            log.exception("streaming message %s failed", piece.message.message_id)
+            raise Bye("Internal error while sending a message") from exc
         finally:
             await self.blocking(stream.close)
         if remaining or skip:

@@ -320,3 +320,38 @@ def test_server_thread_stops_with_sessions_open():
     stopper.join(15)
     assert not stopper.is_alive()
     assert raw.closed()
+
+
+def test_fetching_a_message_expunged_elsewhere_answers_expungeissued_and_the_stream_stays_intact(world):
+    manager = world.ctx.manager
+    client = world.client()
+    client.append("INBOX", None, None, NOTE)
+    client.append("INBOX", None, None, REPORT)
+    client.select("INBOX")
+    manager.set_flags(INBOX, Flags.of(SystemFlag.DELETED), _add(), [1])
+    manager.expunge(INBOX)
+    status, data = client.fetch("1:2", "(BODY.PEEK[])")
+    assert status == "NO" and data[0].startswith(b"[EXPUNGEISSUED]")
+    assert client.untagged_responses.get("FETCH", [None])[0][1] == REPORT
+    assert client.noop()[0] == "OK" and client.untagged_responses.get("EXPUNGE") == [b"1"]
+    client.logout()
+
+
+def test_imap_settings_from_the_environment(tmp_path):
+    from mailserver.runtime.settings import ROLES, ServeSettings
+
+    assert "imap" in ROLES
+    default = ServeSettings.from_env({})
+    assert (default.imap.host, default.imap.port, default.imap.auth_require_tls) == ("127.0.0.1", 1143, True)
+    assert default.imap.max_append_size == default.smtp.max_message_size
+    cert, key = self_signed(tmp_path)
+    settings = ServeSettings.from_env({
+        "MAILSERVER_IMAP_PORT": "1993", "MAILSERVER_IMAP_AUTH_REQUIRE_TLS": "false",
+        "MAILSERVER_SMTP_TLS_CERT": str(cert), "MAILSERVER_SMTP_TLS_KEY": str(key),
+        "MAILSERVER_IMAP_APPEND_LIMIT": "10m", "MAILSERVER_IMAP_MAX_CONNECTIONS": "5",
+        "MAILSERVER_IMAP_IDLE_TIMEOUT_SECONDS": "2400", "MAILSERVER_IMAP_IDLE_POLL_MS": "500"})
+    imap = settings.imap
+    assert (imap.port, imap.auth_require_tls, imap.max_append_size) == (1993, False, 10 * 2**20)
+    assert imap.max_connections == 5
+    assert (imap.idle_timeout, imap.idle_poll_interval) == (2400.0, 0.5)
+    assert str(imap.tls_cert) == str(cert), "the SMTP certificate serves IMAP unless it has its own"
