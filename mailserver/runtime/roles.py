@@ -75,7 +75,8 @@ class SmtpRole(Role):
                  monitor: HealthMonitor) -> None:
         server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
                             store=backends.contents, healthy=monitor.healthy,
-                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
+                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
+                            rewriter=container.context.rewriter, postmaster=container.context.postmaster)
         self.thread = SmtpServerThread(server)
 
     @property

@@ -137,6 +137,7 @@ class ServeSettings:
             max_message_size=read.size("MAILSERVER_SMTP_MAX_MESSAGE_SIZE", 25 * 1024**2),
             auth_require_tls=read.boolean("MAILSERVER_SMTP_AUTH_REQUIRE_TLS", True),
             auth_required=read.boolean("MAILSERVER_SMTP_AUTH_REQUIRED", True),
+            validate_recipients=read.boolean("MAILSERVER_SMTP_VALIDATE_RECIPIENTS", True),
             authorized_networks=tuple(n for n in read.text("MAILSERVER_SMTP_AUTHORIZED_NETWORKS", "").split(",")
                                       if n.strip()),
             tls_cert=read.optional("MAILSERVER_SMTP_TLS_CERT"),

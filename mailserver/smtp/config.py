@@ -43,6 +43,8 @@ class SmtpConfig:
     # authorized network. False leaves the decision to the mailet container (relay-denied).
     auth_required: bool = True
     authorized_networks: Sequence[str] = field(default_factory=tuple)  # relay without AUTH (James authorizedAddresses)
+    # James's ValidRcptHandler: 550 5.1.1 at RCPT for a local recipient that is no account nor mapping
+    validate_recipients: bool = True
     tls_cert: Path | str | None = None
     tls_key: Path | str | None = None
     require_starttls: bool = False          # refuse MAIL before STARTTLS (needs a certificate)

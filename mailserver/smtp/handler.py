@@ -6,11 +6,13 @@ What a transaction goes through (James's SMTP hooks, in order):
 * connect / HELO / EHLO: back-pressure ``CONNECT`` conditions (maintenance, backend health) ->
   ``421 4.3.2`` and the connection is closed;
 * MAIL FROM: back-pressure again, spool size included -> ``452 4.3.1`` when over its limit;
-* RCPT TO: local domains (``DomainList``) are always accepted; any other domain only for an
-  authenticated session or a client in ``authorized_networks``, otherwise
-  ``550 5.7.1 Requested action not taken: relaying denied`` (unless ``auth_required`` is off:
-  the mailet container's ``relay-denied`` processor then decides, as James with
-  ``authRequired=false``);
+* RCPT TO: a recipient of a local domain (``DomainList``) is accepted when it exists
+  (``recipients.py``: an account, a rewrite-table mapping, ``postmaster``), else
+  ``550 5.1.1 Unknown user``; any other domain only for an authenticated session or a client
+  in ``authorized_networks``, otherwise ``550 5.7.1 Requested action not taken: relaying
+  denied`` (unless ``auth_required`` is off: the mailet container's ``relay-denied`` processor
+  then decides, as James with ``authRequired=false``). ``<postmaster>`` without a domain (RFC
+  5321 4.5.1) is the server's postmaster address and is always accepted;
 * DATA (``IntakeSMTP.smtp_DATA``, ``data.py``): bare CR/LF refused (``500 5.0.0``, James's
   smuggling fix), over-long lines and content over the size limit refused, input pipelined
   with DATA or after its end refused (``554 5.5.0``) and the session closed;
@@ -55,6 +57,7 @@ from mailserver.smtp.auth import SmtpAuthenticator
 from mailserver.smtp.backpressure import BackPressure, Stage
 from mailserver.smtp.config import SmtpConfig, in_networks
 from mailserver.smtp.data import BAD_LINE_ENDING
+from mailserver.smtp.recipients import POSTMASTER, RecipientValidator, unknown_user
 from mailserver.users.api import UsersRepository
 
 if TYPE_CHECKING:
@@ -98,12 +101,16 @@ class _ChainedReader(io.RawIOBase):
 class IntakeHandler(SmtpAuthenticator):
     def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
                  users: UsersRepository | None = None, *, store: MimeMessageStore | None = None,
-                 back_pressure: BackPressure | None = None) -> None:
+                 back_pressure: BackPressure | None = None, recipients: RecipientValidator | None = None,
+                 postmaster: MailAddress | None = None) -> None:
         self.config = config
         self.spool = spool
         self.domains = domains
         self.users = users
         self.store = store
+        self.recipients = recipients   # None: every recipient of a local domain is accepted
+        # RFC 5321 4.5.1's bare <postmaster>: the mailet container's postmaster (James appends its default domain)
+        self.postmaster = postmaster or MailAddress.of(f"{POSTMASTER}@localhost")
         self.back_pressure = back_pressure or BackPressure()
         self.networks = config.networks
         # Blocking calls (queue, blob store, Cassandra, password hashing) run on a bounded pool of
@@ -186,6 +193,8 @@ class IntakeHandler(SmtpAuthenticator):
 
     async def handle_RCPT(self, server: IntakeSMTP, session: Session, envelope: Envelope, address: str,
                           rcpt_options: list[str]) -> str:
+        if address.lower() == POSTMASTER:   # no domain: RFC 5321 4.5.1 says it MUST be accepted
+            return self._accept(envelope, self.postmaster, rcpt_options, "postmaster")
         try:
             recipient = MailAddress.of(address)
         except InvalidAddress:
@@ -196,9 +205,18 @@ class IntakeHandler(SmtpAuthenticator):
             log.warning("rejected RCPT <%s>: %s not authorized to relay to %s", recipient, server.remote_addr,
                         recipient.domain)
             return RELAY_DENIED
+        if local and self.recipients is not None and not await self.blocking(self.recipients.is_valid_local,
+                                                                             recipient):
+            log.warning("rejected RCPT <%s>: no such user or mapping (sender <%s>)", recipient,
+                        envelope.mail_from or "")
+            return unknown_user(recipient)
+        return self._accept(envelope, recipient, rcpt_options, "local" if local else "relay")
+
+    @staticmethod
+    def _accept(envelope: Envelope, recipient: MailAddress, rcpt_options: list[str], kind: str) -> str:
         envelope.rcpt_tos.append(str(recipient))
         envelope.rcpt_options.extend(rcpt_options)
-        log.info("RCPT TO:<%s> (%s)", recipient, "local" if local else "relay")
+        log.info("RCPT TO:<%s> (%s)", recipient, kind)
         return f"250 2.1.5 Recipient <{recipient}> OK"
 
     async def handle_DATA(self, server: IntakeSMTP, session: Session, envelope: Envelope) -> str:

@@ -31,12 +31,13 @@ from typing import Any
 from aiosmtpd.smtp import SMTP, Envelope, Session, syntax
 
 from mailserver.domains.api import DomainList
-from mailserver.model.address import Username
+from mailserver.model.address import MailAddress, Username
 from mailserver.model.mail import new_mail_name
 from mailserver.observability.logging import mdc
 from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
+from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.smtp.backpressure import (
     BackPressure,
     HealthCondition,
@@ -48,6 +49,7 @@ from mailserver.smtp.config import SmtpConfig
 from mailserver.smtp.data import ReceivedData, receive
 from mailserver.smtp.handler import PIPELINING_REFUSED, BareLineFeed, IntakeHandler
 from mailserver.smtp.limits import ConnectionLimits
+from mailserver.smtp.recipients import RecipientValidator
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -272,10 +274,20 @@ class IntakeSMTP(SMTP):
 
 
 class SmtpServer:
+    """The SMTP front end.
+
+    ``rewriter`` (the mailet container's ``RecipientRewriter``) with ``users`` turns on James's
+    recipient validation at RCPT (``config.validate_recipients``); without it every recipient
+    of a local domain is accepted and unknown ones end in the ``local-address-error``
+    processor. ``postmaster`` is what a bare ``RCPT TO:<postmaster>`` delivers to: the mailet
+    container's postmaster (``postmaster@localhost`` when not given, James's default domain).
+    """
+
     def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
                  users: UsersRepository | None = None, *, store: MimeMessageStore | None = None,
                  back_pressure: BackPressure | None = None, healthy: Callable[[], bool] | None = None,
-                 maintenance: Callable[[], bool] | None = None, metrics: Metrics | None = None) -> None:
+                 maintenance: Callable[[], bool] | None = None, metrics: Metrics | None = None,
+                 rewriter: RecipientRewriter | None = None, postmaster: MailAddress | None = None) -> None:
         self.config = config
         self.metrics = metrics
         bp = back_pressure or BackPressure()
@@ -286,7 +298,14 @@ class SmtpServer:
         if config.spool_size_limit is not None:
             bp.add(SpoolSizeCondition(spool, config.spool_size_limit))
         self.back_pressure = bp
-        self.handler = IntakeHandler(config, spool, domains, users, store=store, back_pressure=bp)
+        recipients = None
+        if config.validate_recipients and users is not None and rewriter is not None:
+            recipients = RecipientValidator(users, rewriter)
+        elif config.validate_recipients:
+            log.warning("recipients of local domains are not validated at RCPT: %s",
+                        "no users repository" if users is None else "no recipient rewrite table")
+        self.handler = IntakeHandler(config, spool, domains, users, store=store, back_pressure=bp,
+                                     recipients=recipients, postmaster=postmaster)
         self.tls_context = config.tls_context()
         self._server: asyncio.AbstractServer | None = None
         self._sessions: set[IntakeSMTP] = set()

@@ -61,11 +61,20 @@ def test_alias_and_group_expand_through_the_rewrite_table(mail_world: MailWorld)
     assert eventually(lambda: subjects(carol) == {b"Subject: group"})
 
 
-def test_unknown_local_recipient_lands_in_address_error(mail_world: MailWorld):
+def test_unknown_local_recipient_is_refused_at_rcpt(mail_world: MailWorld):
     nobody = mail_world.address("nobody-here")
-    mail_world.send(REMOTE_SENDER, [nobody], "lost", subject="unknown")
+    with mail_world.smtp() as client:
+        client.mail(REMOTE_SENDER)
+        code, reply = client.rcpt(nobody)
+    assert (code, reply.decode()) == (550, f"5.1.1 Unknown user: {nobody}")   # James's ValidRcptHandler
+
+
+def test_alias_to_a_missing_account_lands_in_address_error(mail_world: MailWorld):
+    ghost, alias = mail_world.address("ghost-account"), mail_world.address("ghost-alias")
+    mail_world.backends.rrt.add_alias(alias, ghost)   # a mapping: accepted at RCPT, as James does
+    assert mail_world.send(REMOTE_SENDER, [alias], "lost", subject="unknown") == {}
     kept = eventually(lambda: [m for m in mail_world.repository("address-error")
-                               if [str(r) for r in m.recipients] == [nobody]])
+                               if [str(r) for r in m.recipients] == [ghost]])
     assert kept and "no such user here" in kept[0].error_message
 
 

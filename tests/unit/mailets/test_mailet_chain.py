@@ -70,17 +70,44 @@ def test_unknown_local_recipient_goes_to_local_address_error(env: Env, chain: Ma
     assert [str(r) for r in kept.recipients] == ["nobody@example.com"]
     assert "550 - Requested action not taken: no such user here" in kept.error_message
     assert kept.state == "local-address-error"
-    (bounce,) = outgoing(env)  # the bounce to the remote sender is relayed
-    assert bounce.sender is None and [str(r) for r in bounce.recipients] == ["sender@remote.org"]
+    assert outgoing(env) == [] and env.spool.size() == 0   # no backscatter to an unauthenticated sender
     assert env.context.counters["mailetContainerLocalAddressError"] == 1
+
+
+# Issue 16: only a sender known to be real gets a bounce for what SMTP could have refused.
+KNOWN_SENDERS = [
+    pytest.param("alice@example.com", {SMTP_AUTH_USER: "alice@example.com"}, id="authenticated"),
+    pytest.param("someone@remote.org", {SMTP_IS_AUTH_NETWORK: True}, id="authorized-network"),
+    pytest.param("bob@example.com", {}, id="local-account"),
+]
+
+
+def bounces_to(env: Env, sender: str) -> list[bytes]:
+    """Bounces sent to ``sender``: relayed (outgoing queue) or delivered to its local inbox."""
+    relayed = [env.contents.read(m.content) for m in outgoing(env) if [str(r) for r in m.recipients] == [sender]]
+    return relayed + (env.inbox(sender) if sender.endswith("@example.com") else [])
+
+
+@pytest.mark.parametrize(("sender", "attributes"), KNOWN_SENDERS)
+def test_unknown_local_recipient_bounces_to_a_known_sender(env: Env, chain: MailetContainer, sender, attributes):
+    submit(env, chain, make_mail("nobody@example.com", sender=sender, attributes=attributes))
+    assert len(env.repository(ADDRESS_ERROR)) == 1
+    (bounce,) = bounces_to(env, sender)
+    assert b"nobody@example.com" in bounce
 
 
 def test_relay_is_denied_to_an_unauthenticated_remote_sender(env: Env, chain: MailetContainer):
     submit(env, chain, make_mail("victim@elsewhere.org", sender="spammer@remote.org"))
     (kept,) = env.repository(RELAY_DENIED)
     assert [str(r) for r in kept.recipients] == ["victim@elsewhere.org"]
-    (bounce,) = outgoing(env)
-    assert [str(r) for r in bounce.recipients] == ["spammer@remote.org"] and bounce.sender is None
+    assert outgoing(env) == [] and env.spool.size() == 0   # no backscatter to a possibly forged sender
+
+
+def test_relay_denied_bounces_to_a_local_sender(env: Env, chain: MailetContainer):
+    submit(env, chain, make_mail("victim@elsewhere.org", sender="bob@example.com"))
+    assert len(env.repository(RELAY_DENIED)) == 1
+    (bounce,) = env.inbox("bob@example.com")
+    assert b"victim@elsewhere.org" in bounce and outgoing(env) == []
 
 
 @pytest.mark.parametrize("attribute", [SMTP_AUTH_USER, SMTP_IS_AUTH_NETWORK])
@@ -96,12 +123,20 @@ def test_relay_is_allowed_when_authenticated(env: Env, chain: MailetContainer, a
 def test_rrt_loop_goes_to_rrt_error_and_bounces(env: Env, chain: MailetContainer):
     env.rrt.add_alias("loop1@example.com", "loop2@example.com")
     env.rrt.add_alias("loop2@example.com", "loop1@example.com")
-    submit(env, chain, make_mail("loop1@example.com"))
+    submit(env, chain, make_mail("loop1@example.com", attributes={SMTP_AUTH_USER: "sender@remote.org"}))
     (kept,) = env.repository(RRT_ERROR)
     assert [str(r) for r in kept.recipients] == ["loop1@example.com"]
     assert "Too many mappings" in kept.error_message
     (bounce,) = outgoing(env)
     assert [str(r) for r in bounce.recipients] == ["sender@remote.org"]
+
+
+def test_rrt_loop_does_not_bounce_to_an_unauthenticated_remote_sender(env: Env, chain: MailetContainer):
+    env.rrt.add_alias("loop1@example.com", "loop2@example.com")
+    env.rrt.add_alias("loop2@example.com", "loop1@example.com")
+    submit(env, chain, make_mail("loop1@example.com"))
+    assert len(env.repository(RRT_ERROR)) == 1
+    assert outgoing(env) == [] and env.spool.size() == 0
 
 
 def test_no_bounce_when_the_sender_is_in_the_loop(env: Env, chain: MailetContainer):

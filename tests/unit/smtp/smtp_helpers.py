@@ -13,14 +13,19 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mailserver.domains.memory import MemoryDomainList
+from mailserver.model.address import MailAddress
 from mailserver.model.mail import Mail
 from mailserver.queue.api import MailQueueError
 from mailserver.queue.memory import MemoryMailQueue
+from mailserver.rrt.memory import MemoryRecipientRewriteTable
+from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
 from mailserver.users.memory import MemoryUsersRepository
 
 LOCAL = "local.test"
 USER, PASSWORD = f"alice@{LOCAL}", "s3cret-Passw0rd"
+OTHER_USER = f"bob@{LOCAL}"
+POSTMASTER = f"postmaster@{LOCAL}"
 
 
 class FailingQueue(MemoryMailQueue):
@@ -65,15 +70,20 @@ def insecure_client_context() -> ssl.SSLContext:
     return ctx
 
 
-def make_server(queue=None, *, users: bool = True, **config) -> tuple[SmtpServerThread, MemoryMailQueue]:
+def make_server(queue=None, *, users: bool = True, rrt: MemoryRecipientRewriteTable | None = None,
+                **config) -> tuple[SmtpServerThread, MemoryMailQueue]:
+    """A server for ``local.test`` (alice and bob); with ``users`` RCPT validation runs on ``rrt``."""
     queue = queue if queue is not None else MemoryMailQueue("spool")
     domains = MemoryDomainList([LOCAL])
     repo = MemoryUsersRepository(domains) if users else None
     if repo is not None:
         repo.add_user(USER, PASSWORD)
+        repo.add_user(OTHER_USER, PASSWORD)
+    rewriter = RecipientRewriter(rrt if rrt is not None else MemoryRecipientRewriteTable(domains), domains)
     extra = {k: config.pop(k) for k in ("store", "back_pressure", "healthy", "maintenance") if k in config}
     cfg = SmtpConfig(**{"port": 0, "hostname": "mx.local.test", **config})
-    thread = SmtpServerThread(SmtpServer(cfg, queue, domains, repo, **extra)).start()
+    server = SmtpServer(cfg, queue, domains, repo, rewriter=rewriter, postmaster=MailAddress.of(POSTMASTER), **extra)
+    thread = SmtpServerThread(server).start()
     return thread, queue
 
 
