@@ -355,3 +355,35 @@ def test_imap_settings_from_the_environment(tmp_path):
     assert imap.max_connections == 5
     assert (imap.idle_timeout, imap.idle_poll_interval) == (2400.0, 0.5)
     assert str(imap.tls_cert) == str(cert), "the SMTP certificate serves IMAP unless it has its own"
+
+
+def test_the_imap_role_serves_the_backends_mailbox_manager_and_refuses_during_maintenance():
+    from types import SimpleNamespace
+
+    from mailserver.blob.memory import MemoryBlobStore
+    from mailserver.domains.memory import MemoryDomainList
+    from mailserver.imap.config import ImapConfig
+    from mailserver.mailbox.wiring import memory_context
+    from mailserver.observability.metrics import Metrics
+    from mailserver.runtime.roles import ImapRole
+    from mailserver.runtime.settings import ServeSettings
+    from mailserver.users.memory import MemoryUsersRepository
+
+    users = MemoryUsersRepository(MemoryDomainList(["imap.test"]))
+    users.add_user(USER, PASSWORD)
+    maintenance = {"on": False}
+    backends = SimpleNamespace(mailbox=memory_context(MemoryBlobStore()), users=users, session=None,
+                               guard=SimpleNamespace(smtp_allowed=lambda: not maintenance["on"]), metrics=Metrics())
+    role = ImapRole(ServeSettings(imap=ImapConfig(port=0, auth_require_tls=False)), backends)  # type: ignore[arg-type]
+    role.start()
+    try:
+        assert role.alive()
+        client = imaplib.IMAP4("127.0.0.1", role.port, timeout=10)
+        client.login(USER, PASSWORD)
+        assert client.select("INBOX")[0] == "OK", "INBOX is provisioned at login, as James does"
+        client.logout()
+        maintenance["on"] = True
+        assert RawImap(role.port).greeting.startswith(b"* BYE [UNAVAILABLE]")
+    finally:
+        role.stop()
+    assert not role.alive()
