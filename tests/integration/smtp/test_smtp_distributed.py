@@ -1,4 +1,8 @@
-"""SMTP intake and remote delivery on the distributed queue (RabbitMQ + Cassandra view + S3)."""
+"""SMTP intake and remote delivery on the distributed queue (RabbitMQ + Cassandra view + S3).
+
+The intake holes of issue 16 are shown here too, as SMTP dialogues against James's Cassandra
+tables (users, domains, rrt) and what reached the distributed spool.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import pika
 import pytest
 
 from mailserver.delivery import DeliveryConfig, RemoteDeliveryWorker, StaticResolver
+from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.domains.memory import MemoryDomainList
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import (
@@ -26,9 +31,13 @@ from mailserver.model.mail import (
 from mailserver.queue.api import Outcome
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.rabbitmq import DistributedMailQueueFactory
+from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
+from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
+from mailserver.users.cassandra import CassandraUsersRepository
 from tests.support.clients import amqp_parameters
 from tests.unit.delivery.delivery_helpers import Sink
+from tests.unit.smtp.smtp_helpers import RawClient
 
 pytestmark = pytest.mark.integration
 
@@ -132,3 +141,82 @@ def test_remote_delivery_retries_after_its_delay_then_bounces(factory, s3_blobs)
         finally:
             assert worker.stop(timeout=10)
         assert outgoing.size() == 0
+
+
+# -- issue 16: the intake holes, on Cassandra users / domains / rrt and the distributed spool ---------
+@pytest.fixture
+def intake(factory, cassandra, s3_blobs):
+    """A server for a fresh local domain with alice, the alias sales -> alice, on a fresh spool."""
+    domain = f"d{uuid.uuid4().hex[:10]}.test"
+    domains = CassandraDomainList(cassandra)
+    domains.add(domain)
+    users = CassandraUsersRepository(cassandra, domains)
+    users.add_user(f"alice@{domain}", "alice-secret")
+    rrt = CassandraRecipientRewriteTable(cassandra, domains)
+    rrt.add_alias(f"sales@{domain}", f"alice@{domain}")
+    spool = factory.get(name("spool"))
+    server = SmtpServer(SmtpConfig(port=0, hostname="mx.local.test"), spool, domains, users,
+                        store=MimeMessageStore(s3_blobs), rewriter=RecipientRewriter(rrt, domains),
+                        postmaster=MailAddress.of(f"postmaster@{domain}"))
+    with SmtpServerThread(server) as thread:
+        yield thread, spool, domain
+    users.remove_user(f"alice@{domain}")
+    domains.remove(domain)
+
+
+def session(port: int) -> RawClient:
+    client = RawClient(port)
+    assert client.reply().startswith("220")
+    assert client.command("EHLO client.remote.test").startswith("250")
+    return client
+
+
+def test_unknown_recipients_are_refused_at_rcpt_and_postmaster_is_accepted(intake):
+    thread, spool, domain = intake
+    client = session(thread.port)
+    assert client.command("MAIL FROM:<someone@remote.test>") == "250 2.1.0 Sender <someone@remote.test> OK"
+    assert client.command(f"RCPT TO:<nobody@{domain}>") == f"550 5.1.1 Unknown user: nobody@{domain}"
+    assert client.command(f"RCPT TO:<sales@{domain}>") == f"250 2.1.5 Recipient <sales@{domain}> OK"
+    assert client.command("RCPT TO:<Postmaster>") == f"250 2.1.5 Recipient <postmaster@{domain}> OK"
+    assert client.command("DATA").startswith("354")
+    client.send(b"Subject: hello\r\n\r\nbody\r\n.\r\n")
+    assert client.reply().startswith("250 2.6.0")
+    client.command("QUIT")
+    client.close()
+    item = wait_item(spool)
+    try:
+        assert [str(r) for r in item.mail.recipients] == [f"sales@{domain}", f"postmaster@{domain}"]
+    finally:
+        item.done(Outcome.SUCCESS)
+    assert spool.dequeue(timeout=1) is None
+
+
+def test_a_transaction_pipelined_after_a_refused_data_never_reaches_the_spool(intake):
+    thread, spool, domain = intake
+    client = session(thread.port)
+    assert client.command("MAIL FROM:<someone@remote.test>").startswith("250")
+    assert client.command(f"RCPT TO:<alice@{domain}>").startswith("250")
+    assert client.command("DATA").startswith("354")
+    second = (f"MAIL FROM:<ceo@{domain}>\r\nRCPT TO:<alice@{domain}>\r\nDATA\r\n"
+              f"Subject: smuggled\r\n\r\nsend money\r\n.\r\n").encode()
+    client.send(b"Subject: first\r\n\r\nbare\nline feed\r\n.\r\n" + second)   # one write
+    assert client.reply() == "500 5.0.0 line delimiter must be CRLF"
+    client.sock.settimeout(10)
+    assert client.sock.recv(1) == b""   # the session was ended: the second transaction never ran
+    client.close()
+    assert spool.dequeue(timeout=2) is None
+
+
+def test_an_aborted_data_puts_nothing_on_the_spool(intake):
+    thread, spool, domain = intake
+    client = session(thread.port)
+    client.command("MAIL FROM:<someone@remote.test>")
+    client.command(f"RCPT TO:<alice@{domain}>")
+    assert client.command("DATA").startswith("354")
+    client.send(b"Subject: never finished\r\n\r\n" + (b"y" * 998 + b"\r\n") * 2000)   # 2 MB, no end of data
+    client.sock.close()
+    deadline = time.monotonic() + 10
+    while thread.server.limits.count() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert thread.server.limits.count() == 0
+    assert spool.dequeue(timeout=1) is None
