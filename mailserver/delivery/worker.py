@@ -110,6 +110,10 @@ class RemoteDeliveryWorker:
         finally:
             self._local.loop = None
             loop.close()
+            try:
+                self.outgoing.release()   # a mail pushed to this thread goes back to the queue
+            except Exception:
+                log.warning("releasing %s failed", self.outgoing.name, exc_info=True)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         loop = getattr(self._local, "loop", None)

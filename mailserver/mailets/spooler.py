@@ -87,19 +87,28 @@ class MailSpooler:
         return not alive
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                item = self.queue.dequeue(timeout=self.poll_timeout)
-            except Exception:
-                LOG.exception("dequeue from %s failed; retrying in 1s", self.queue.name)
-                self._stop.wait(1.0)
-                continue
-            if item is not None:
+        try:
+            while not self._stop.is_set():
                 try:
-                    self.process(item)
+                    item = self.queue.dequeue(timeout=self.poll_timeout)
                 except Exception:
-                    # done() itself failed (broker gone): the unacknowledged item is redelivered.
-                    LOG.exception("could not settle %s on %s", item.mail.name, self.queue.name)
+                    LOG.exception("dequeue from %s failed; retrying in 1s", self.queue.name)
+                    self._stop.wait(1.0)
+                    continue
+                if item is not None:
+                    try:
+                        self.process(item)
+                    except Exception:
+                        # done() itself failed (broker gone): the unacknowledged item is redelivered.
+                        LOG.exception("could not settle %s on %s", item.mail.name, self.queue.name)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        try:
+            self.queue.release()
+        except Exception:  # the connection is gone: the broker took its mails back already
+            LOG.warning("releasing %s failed", self.queue.name, exc_info=True)
 
     # -- one mail ---------------------------------------------------------------------------------
     def process(self, item: MailQueueItem) -> Outcome:

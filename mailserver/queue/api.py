@@ -95,6 +95,12 @@ class MailQueue(ABC):
     def close(self) -> None:  # noqa: B027 - adapters holding connections override it
         """Release connections."""
 
+    def release(self) -> None:  # noqa: B027 - adapters whose consumers are pushed to override it
+        """The calling thread stops consuming: a mail pushed to it and not yet taken goes back to the queue.
+
+        Consumers call it when they leave their dequeue loop, so nothing waits on a thread that is gone.
+        """
+
 
 class MailQueueFactory(ABC):
     @abstractmethod

@@ -65,6 +65,9 @@ class MeteredMailQueue(MailQueue):
     def close(self) -> None:
         self.inner.close()
 
+    def release(self) -> None:
+        self.inner.release()
+
 
 class MeteredMailQueueFactory(MailQueueFactory):
     def __init__(self, inner: MailQueueFactory, metrics: Metrics) -> None:

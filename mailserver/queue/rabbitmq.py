@@ -373,6 +373,15 @@ class DistributedMailQueue(MailQueue):
             except CONNECTION_ERRORS:
                 self._forget(link)  # reconnect at the next round (MailQueueError if the broker is gone)
 
+    def release(self) -> None:
+        link: _Link | None = getattr(self._local, "link", None)
+        if link is None:
+            return
+        try:
+            self._cancel_consumer(link)
+        except (*CONNECTION_ERRORS, *CHANNEL_ERRORS):  # gone with its connection: the broker requeued
+            self._forget(link)
+
     def _ensure_consumer(self, link: _Link) -> None:
         """One consumer per thread's channel, prefetch 1: a thread holds at most the mail it works on."""
         if link.consumer_channel_id == link.channel_id:

@@ -8,6 +8,7 @@ Timing: delays are short (1.5 s) and only ordering/availability is asserted, nev
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -171,6 +172,21 @@ class MailQueueContract:
         assert view.next_delivery is None
         item.done(Outcome.SUCCESS)
         assert queue.flush() == 0
+
+    def test_a_consumer_thread_that_left_holds_no_mail(self, queue):
+        def idle_consumer() -> None:
+            assert queue.dequeue(timeout=0.3) is None
+            queue.release()
+        leaving = threading.Thread(target=idle_consumer)
+        leaving.start()
+        leaving.join()
+
+        queue.enqueue(make_mail())
+
+        assert queue.size() == 1      # not pushed to the thread that left
+        item = queue.dequeue(timeout=WAIT)
+        assert item is not None
+        item.done(Outcome.SUCCESS)
 
     def test_size_counts_due_and_delayed(self, queue):
         queue.enqueue(make_mail())
