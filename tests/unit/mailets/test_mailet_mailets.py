@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import email
 import email.policy
-import copy
 import logging
 
 from mailserver.mailets.bounce import Bounce, DSNBounce
