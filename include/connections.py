@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from include.stack.endpoints import Endpoints
 
@@ -19,6 +19,7 @@ CASSANDRA_CONN_ID = "cassandra_default"
 S3_CONN_ID = "s3_default"
 OPENSEARCH_CONN_ID = "opensearch_default"
 RABBITMQ_CONN_ID = "rabbitmq_default"
+RABBITMQ_MANAGEMENT_CONN_ID = "rabbitmq_management"
 WEBADMIN_CONN_ID = "webadmin_default"
 
 DEFAULT_KEYSPACE = "james_keyspace"
@@ -52,6 +53,12 @@ def airflow_connections(ep: Endpoints, *, spark_master: str | None = None,
                            "login": amqp.username, "password": amqp.password,
                            "extra": {"vhost": amqp.path.lstrip("/") or "%2F",
                                      "management_url": f"{mgmt.scheme}://{mgmt.netloc}"}},
+        # The management HTTP API and the AMQP endpoint of one vhost, for RabbitMQManagementHook.
+        RABBITMQ_MANAGEMENT_CONN_ID: {"conn_type": "http", "host": mgmt.hostname, "port": mgmt.port,
+                                      "schema": mgmt.scheme, "login": unquote(amqp.username or ""),
+                                      "password": unquote(amqp.password or ""),
+                                      "extra": {"vhost": unquote(amqp.path.lstrip("/")) or "/",
+                                                "amqp_host": amqp.hostname, "amqp_port": amqp.port}},
         WEBADMIN_CONN_ID: {"conn_type": "http", "host": web.hostname, "port": web.port,
                            "schema": web.scheme,
                            "password": webadmin_password or os.environ.get("WEBADMIN_PASSWORD", "")},

@@ -35,7 +35,7 @@ def test_airflow_parses_every_connection(monkeypatch):
     conns = airflow_connections(ep, webadmin_password="s3cret")
     assert set(conns) == {"AIRFLOW_CONN_SPARK_DEFAULT", "AIRFLOW_CONN_CASSANDRA_DEFAULT", "AIRFLOW_CONN_S3_DEFAULT",
                           "AIRFLOW_CONN_OPENSEARCH_DEFAULT", "AIRFLOW_CONN_RABBITMQ_DEFAULT",
-                          "AIRFLOW_CONN_WEBADMIN_DEFAULT"}
+                          "AIRFLOW_CONN_RABBITMQ_MANAGEMENT", "AIRFLOW_CONN_WEBADMIN_DEFAULT"}
     spark = Connection.from_json(conns["AIRFLOW_CONN_SPARK_DEFAULT"], conn_id="spark_default")
     assert spark.host == "local[*]"  # the brackets survive the JSON form
     s3 = Connection.from_json(conns["AIRFLOW_CONN_S3_DEFAULT"], conn_id="s3_default")
