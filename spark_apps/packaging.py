@@ -12,10 +12,12 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_DIR = PACKAGE_DIR / "jobs"
 REPO_DIR = PACKAGE_DIR.parent
-# Pure (stdlib-only) parts of the mail server that jobs reuse rather than copy: the fast view's
-# preview and the quota root names must be the server's own. They travel in the same zip.
+# Parts of the mail server that jobs reuse rather than copy: the fast view's preview and the quota
+# root names must be the server's own, and so must the event bus's names and confirmed publisher
+# (pika, tenacity: in the executors' environment like the Cassandra driver). They travel in the same zip.
 SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailserver/mailbox/__init__.py",
-                           "mailserver/mailbox/content.py")
+                           "mailserver/mailbox/content.py", "mailserver/events/__init__.py",
+                           "mailserver/events/naming.py", "mailserver/events/publisher.py")
 
 
 def job_path(job: str) -> Path:
