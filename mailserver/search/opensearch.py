@@ -1,0 +1,222 @@
+"""The search index on OpenSearch, as James's ``OpenSearchListeningMessageSearchIndex`` uses it.
+
+Writes go through the write alias (to every index it names: two during an alias swap), reads
+through the read alias; every request carries the mailbox id as routing (searches over fewer
+than five mailboxes too, as ``OpenSearchSearcher``). Queries are James's ``DefaultCriterionConverter``
+ones for the criteria of ``SearchQuery``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
+
+from mailserver.model.flags import SystemFlag
+from mailserver.model.ids import MailboxId
+from mailserver.search import mapping as f
+from mailserver.search.api import (
+    BulkReport,
+    FlagsUpdate,
+    SearchHit,
+    SearchIndex,
+    SearchIndexError,
+    SearchQuery,
+    SortClause,
+    whole_second,
+)
+from mailserver.search.config import SearchConfig
+from mailserver.search.document import document_id, flags_document, format_date, routing_key
+from mailserver.search.index import bulk_index, ensure_configured_index, run_bulk, write_targets
+
+log = logging.getLogger(__name__)
+
+MAX_ROUTING_KEYS = 5          # OpenSearchSearcher: route only searches over fewer mailboxes
+FLAGS_UPDATE_WINDOW = 32      # FLAGS_UPDATE_PROCESSING_WINDOW_SIZE
+# A partial update that never goes back in time: updates delivered out of order keep the newest flags.
+FLAGS_SCRIPT = ("if (ctx._source.modSeq != null && ctx._source.modSeq > params.doc.modSeq) { ctx.op = 'none' } "
+                "else { ctx._source.putAll(params.doc) }")
+SORT_FIELDS = {SortClause.ARRIVAL: f.DATE, SortClause.SENT_DATE: f.SENT_DATE, SortClause.SIZE: f.SIZE,
+               SortClause.UID: f.UID}
+FLAG_FIELDS = {SystemFlag.ANSWERED: f.IS_ANSWERED, SystemFlag.DELETED: f.IS_DELETED, SystemFlag.DRAFT: f.IS_DRAFT,
+               SystemFlag.FLAGGED: f.IS_FLAGGED, SystemFlag.RECENT: f.IS_RECENT}
+HIT_FIELDS = [f.MESSAGE_ID, f.MAILBOX_ID, f.UID]
+
+T = TypeVar("T")
+
+
+def _wrapped(method: Callable[..., T]) -> Callable[..., T]:
+    """Client and server errors become SearchIndexError (the listener raises it: the bus retries)."""
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> T:
+        try:
+            return method(*args, **kwargs)
+        except (TransportError, OpenSearchException) as error:
+            raise SearchIndexError(f"OpenSearch {method.__name__} failed: {error}") from error
+
+    return call
+
+
+class OpenSearchSearchIndex(SearchIndex):
+    def __init__(self, client: OpenSearch, config: SearchConfig) -> None:
+        self.client = client
+        self.config = config
+        self._ensured = False
+
+    @_wrapped
+    def ensure(self) -> None:
+        ensure_configured_index(self.client, self.config)
+        self._ensured = True
+
+    def _targets(self) -> list[str]:
+        try:
+            return write_targets(self.client, self.config.write_alias)
+        except SearchIndexError:
+            if self._ensured:
+                raise
+            self.ensure()   # first write of a process that could not ensure the index at start
+            return write_targets(self.client, self.config.write_alias)
+
+    @_wrapped
+    def index_documents(self, documents: Iterable[dict[str, Any]]) -> BulkReport:
+        return bulk_index(self.client, documents, write_alias=self.config.write_alias, targets=self._targets())
+
+    @_wrapped
+    def delete(self, mailbox_id: MailboxId, uids: Sequence[int]) -> None:
+        if not uids:
+            return
+        actions = [{"_op_type": "delete", "_index": index, "_id": document_id(mailbox_id, uid),
+                    "routing": routing_key(mailbox_id)} for index in self._targets() for uid in uids]
+        run_bulk(self.client, actions, ignore=("not_found",)).raise_for_failures()
+
+    @_wrapped
+    def update_flags(self, mailbox_id: MailboxId, updates: Sequence[FlagsUpdate]) -> list[int]:
+        targets = self._targets()
+        missing: set[str] = set()
+        for start in range(0, len(updates), FLAGS_UPDATE_WINDOW):
+            window = updates[start:start + FLAGS_UPDATE_WINDOW]
+            actions = [{"_op_type": "update", "_index": index, "_id": document_id(mailbox_id, u.uid),
+                        "routing": routing_key(mailbox_id),
+                        "script": {"lang": "painless", "source": FLAGS_SCRIPT,
+                                   "params": {"doc": flags_document(u.flags, u.mod_seq)}}}
+                       for index in targets for u in window]
+            report = run_bulk(self.client, actions, ignore=("document_missing_exception",))
+            report.raise_for_failures()
+            missing.update(report.skipped)
+        return sorted(int(key.rpartition(":")[2]) for key in missing)
+
+    @_wrapped
+    def delete_mailbox(self, mailbox_id: MailboxId) -> None:
+        targets = ",".join(self._targets())
+        # delete-by-query sees refreshed documents only: refresh first, or a message indexed in the
+        # last second would survive its mailbox.
+        self.client.indices.refresh(index=targets)
+        self.client.delete_by_query(index=targets, routing=routing_key(mailbox_id), conflicts="proceed",
+                                    body={"query": {"term": {f.MAILBOX_ID: str(mailbox_id)}}})
+
+    @_wrapped
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        if not query.mailbox_ids:
+            return []
+        params: dict[str, Any] = {}
+        if len(query.mailbox_ids) < MAX_ROUTING_KEYS:
+            params["routing"] = ",".join(routing_key(m) for m in query.mailbox_ids)
+        body = {"query": to_query(query), "sort": to_sort(query), "size": query.limit, "_source": HIT_FIELDS,
+                "track_total_hits": False}
+        response = self.client.search(index=self.config.read_alias, body=body, **params)
+        return [SearchHit.of_document(hit["_source"]) for hit in response["hits"]["hits"]]
+
+    @_wrapped
+    def get(self, mailbox_id: MailboxId, uid: int) -> dict[str, Any] | None:
+        try:
+            return self.client.get(index=self.config.read_alias, id=document_id(mailbox_id, uid),
+                                   routing=routing_key(mailbox_id))["_source"]
+        except NotFoundError:
+            return None
+
+    @_wrapped
+    def refresh(self) -> None:
+        self.client.indices.refresh(index=",".join([self.config.read_alias, self.config.write_alias]))
+
+
+# ---------------------------------------------------------------- SearchQuery -> OpenSearch
+def _match(field_name: str, text: str, operator: str | None = None) -> dict[str, Any]:
+    options: dict[str, Any] = {"query": text}
+    if operator:
+        options["operator"] = operator
+    return {"match": {field_name: options}}
+
+
+def _any(*queries: dict[str, Any]) -> dict[str, Any]:
+    return {"bool": {"should": list(queries), "minimum_should_match": 1}}
+
+
+def _address(field_name: str, value: str) -> dict[str, Any]:
+    """DefaultCriterionConverter.manageAddressFields."""
+    return _any(_match(f"{field_name}.{f.NAME}", value), _match(f"{field_name}.{f.ADDRESS}", value),
+                _match(f"{field_name}.{f.DOMAIN}", value), _match(f"{field_name}.{f.ADDRESS}.{f.RAW}", value))
+
+
+def _flag(flag: SystemFlag, is_set: bool) -> dict[str, Any]:
+    if flag is SystemFlag.SEEN:
+        return {"term": {f.IS_UNREAD: not is_set}}
+    return {"term": {FLAG_FIELDS[flag]: is_set}}
+
+
+def to_query(query: SearchQuery) -> dict[str, Any]:
+    must: list[dict[str, Any]] = []
+    must_not: list[dict[str, Any]] = []
+    filters: list[dict[str, Any]] = [{"terms": {f.MAILBOX_ID: [str(m) for m in query.mailbox_ids]}}]
+    for field_name, value in ((f.FROM, query.from_), (f.TO, query.to), (f.CC, query.cc), (f.BCC, query.bcc)):
+        if value is not None:
+            must.append(_address(field_name, value))
+    if query.subject is not None:
+        must.append(_match(f.SUBJECT, query.subject, "and"))
+    if query.body is not None:
+        must.append(_any(_match(f.TEXT_BODY, query.body, "and"), _match(f.HTML_BODY, query.body, "and")))
+    if query.attachment_file_name is not None:
+        must.append(_any(_match(f"{f.ATTACHMENTS}.{f.FILE_NAME}", query.attachment_file_name, "and"),
+                         {"term": {f"{f.ATTACHMENTS}.{f.FILE_EXTENSION}": query.attachment_file_name}}))
+    if query.has_attachment is not None:
+        filters.append({"term": {f.HAS_ATTACHMENT: query.has_attachment}})
+    filters += [_flag(flag, True) for flag in sorted(query.flags_set)]
+    filters += [_flag(flag, False) for flag in sorted(query.flags_unset)]
+    filters += [{"term": {f.USER_FLAGS: flag}} for flag in sorted(query.user_flags_set)]
+    must_not += [{"term": {f.USER_FLAGS: flag}} for flag in sorted(query.user_flags_unset)]
+    dates: dict[str, str] = {}
+    if query.internal_date_from is not None:
+        dates["gte"] = format_date(whole_second(query.internal_date_from))
+    if query.internal_date_before is not None:
+        dates["lt"] = format_date(whole_second(query.internal_date_before))
+    if dates:
+        filters.append({"range": {f.DATE: dates}})
+    sizes: dict[str, int] = {}
+    if query.size_greater_than is not None:
+        sizes["gt"] = query.size_greater_than
+    if query.size_less_than is not None:
+        sizes["lt"] = query.size_less_than
+    if sizes:
+        filters.append({"range": {f.SIZE: sizes}})
+    if query.uids is not None:
+        filters.append({"terms": {f.UID: list(query.uids)}})
+    if query.message_id is not None:
+        filters.append({"term": {f.MESSAGE_ID: str(query.message_id)}})
+    boolean: dict[str, Any] = {"filter": filters}
+    if must:
+        boolean["must"] = must
+    if must_not:
+        boolean["must_not"] = must_not
+    return {"bool": boolean}
+
+
+def to_sort(query: SearchQuery) -> list[dict[str, Any]]:
+    """SortConverter (mode min), then mailbox id and uid ascending so equal keys come in a stable order."""
+    sorts: list[dict[str, Any]] = [{SORT_FIELDS[s.clause]: {"order": "desc" if s.reverse else "asc", "mode": "min"}}
+                                   for s in query.sort]
+    sorts += [{f.MAILBOX_ID: {"order": "asc"}}, {f.UID: {"order": "asc"}}]
+    return sorts
