@@ -3,9 +3,12 @@
 James's RabbitMQMailQueue (james-runtime.md §2), plus delays (the delayer pattern):
 
 * Objects, for a mail queue ``Q``: direct durable exchange ``JamesMailQueue-exchange-Q`` bound
-  with routing key ``""`` to the durable work queue ``JamesMailQueue-workqueue-Q`` (quorum when
-  ``quorum=True``; ``x-dead-letter-exchange`` = ``JamesMailQueue-dead-letter-exchange-Q``, bound
-  to ``JamesMailQueue-dead-letter-queue-Q``).
+  with routing key ``""`` to the durable work queue ``JamesMailQueue-workqueue-Q``
+  (``x-dead-letter-exchange`` = ``JamesMailQueue-dead-letter-exchange-Q``, bound to
+  ``JamesMailQueue-dead-letter-queue-Q``). Work and dead-letter queues are declared with James's
+  arguments (``queue_arguments``): classic ``x-queue-version: 2`` by default, or quorum with
+  ``x-quorum-initial-group-size`` (and ``x-delivery-limit`` when set), so the platform attaches to
+  queues a James node declared; a queue declared with other arguments is refused with a clear error.
 * enqueue: content -> header and body blobs; row in ``enqueuedMailsV4``; persistent publish
   (delivery mode 2, ``text/plain``, mandatory) confirmed by the broker. Any failure marks the
   enqueueId deleted, deletes the blobs this enqueue wrote and raises ``MailQueueError``: the mail
@@ -99,6 +102,22 @@ def _delay_ms(delay: timedelta | None) -> int:
     if delay is None:
         return 0
     return max(0, math.ceil(delay.total_seconds() * 1000))
+
+
+def queue_arguments(*, quorum: bool = False, replication_factor: int = 1,
+                    delivery_limit: int | None = None) -> dict[str, Any]:
+    """James's ``RabbitMQConfiguration.workQueueArgumentsBuilder()`` (work and dead-letter queues alike).
+
+    Classic queues get ``x-queue-version: 2`` (James's default unless ``fallback.classic.queues.v1``);
+    quorum queues ``x-queue-type: quorum``, ``x-quorum-initial-group-size`` (James's
+    ``quorum.queues.replication.factor``, default 1) and ``x-delivery-limit`` when configured.
+    """
+    if not quorum:
+        return {"x-queue-version": 2}
+    args: dict[str, Any] = {"x-queue-type": "quorum", "x-quorum-initial-group-size": replication_factor}
+    if delivery_limit is not None:
+        args["x-delivery-limit"] = delivery_limit
+    return args
 
 
 class _Link:
@@ -231,26 +250,39 @@ class DistributedMailQueue(MailQueue):
 
     # ------------------------------------------------------------------ topology
     def declare(self) -> None:
+        """James's ``RabbitMQMailQueueFactory`` topology, in its order, with its queue arguments."""
         n = self.names
-        args: dict[str, Any] = {"x-dead-letter-exchange": n.dead_letter_exchange}
-        if self._f.quorum:
-            args["x-queue-type"] = "quorum"
+        base = queue_arguments(quorum=self._f.quorum, replication_factor=self._f.quorum_replication_factor,
+                               delivery_limit=self._f.quorum_delivery_limit)
+        work_args = {**base, "x-dead-letter-exchange": n.dead_letter_exchange}
+        declaring = [""]
 
         def run(link: _Link) -> None:
             ch = link.channel
             ch.exchange_declare(n.exchange, "direct", durable=True)
             ch.exchange_declare(n.dead_letter_exchange, "direct", durable=True)
-            ch.queue_declare(n.dead_letter_queue, durable=True)
-            ch.queue_bind(n.dead_letter_queue, n.dead_letter_exchange, routing_key="")
-            ch.queue_declare(n.workqueue, durable=True, arguments=args)
+            declaring[0] = n.workqueue
+            ch.queue_declare(n.workqueue, durable=True, arguments=work_args)
+            declaring[0] = n.dead_letter_queue
+            ch.queue_declare(n.dead_letter_queue, durable=True, arguments=dict(base))
+            declaring[0] = ""
             ch.queue_bind(n.workqueue, n.exchange, routing_key="")
+            ch.queue_bind(n.dead_letter_queue, n.dead_letter_exchange, routing_key="")
             ch.exchange_declare(n.delay_exchange, "direct", durable=True)
 
         try:
             self._retrying(run)
         except px.ChannelClosedByBroker as exc:
-            raise MailQueueError(f"queue {self.name}: RabbitMQ refused the topology (an existing queue with other "
-                                 f"arguments, e.g. classic vs quorum?): {exc}") from exc
+            if exc.reply_code == 406 and declaring[0]:   # PRECONDITION_FAILED: inequivalent arguments
+                expected = work_args if declaring[0] == n.workqueue else base
+                raise MailQueueError(
+                    f"queue {self.name}: RabbitMQ already has {declaring[0]} with other arguments than this node "
+                    f"declares ({expected}): {exc.reply_text}. Configure the queue type as it was declared "
+                    "(MAILSERVER_QUEUE_QUORUM, MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR, "
+                    "MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT; James: quorum.queues.enable, "
+                    "quorum.queues.replication.factor, quorum.queues.delivery.limit), or drain the queue, delete it "
+                    "and let it be declared again") from exc
+            raise MailQueueError(f"queue {self.name}: RabbitMQ refused the topology: {exc}") from exc
         self.view.initialize()
 
     def _declare_delay_queue(self, link: _Link, millis: int) -> None:
@@ -625,8 +657,9 @@ class DistributedMailQueueFactory(MailQueueFactory):
     """Queues on RabbitMQ + Cassandra + a blob store; one ``DistributedMailQueue`` object per name."""
 
     def __init__(self, amqp_url: str, cassandra_session: CassandraSession, blob_store: BlobStore,
-                 management_url: str | None = None, quorum: bool = True,
+                 management_url: str | None = None, quorum: bool = False,
                  slice_window: timedelta = timedelta(hours=1), bucket_count: int = 1, *,
+                 quorum_replication_factor: int = 1, quorum_delivery_limit: int | None = None,
                  update_browse_start_pace: int = 1000, clock: Callable[[], datetime] | None = None,
                  heartbeat: int = 60, blocked_connection_timeout: float = 10.0) -> None:
         self.parameters = pika.URLParameters(amqp_url)
@@ -637,7 +670,13 @@ class DistributedMailQueueFactory(MailQueueFactory):
         self.session = cassandra_session
         self.blob_store = blob_store
         self.management = RabbitMQManagement(management_url, amqp_url) if management_url else None
+        if quorum_replication_factor < 1:
+            raise ValueError(f"quorum replication factor must be strictly positive: {quorum_replication_factor}")
+        if quorum_delivery_limit is not None and quorum_delivery_limit < 1:
+            raise ValueError(f"quorum delivery limit must be strictly positive: {quorum_delivery_limit}")
         self.quorum = quorum
+        self.quorum_replication_factor = quorum_replication_factor
+        self.quorum_delivery_limit = quorum_delivery_limit
         self.slice_window = slice_window
         self.bucket_count = bucket_count
         self.update_browse_start_pace = update_browse_start_pace

@@ -115,7 +115,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         queues = MeteredMailQueueFactory(
             DistributedMailQueueFactory(amqp_url, session, blobs,
                                         management_url=env.get("RABBITMQ_MANAGEMENT_URL") or None,
-                                        quorum=settings.queue_quorum), metrics)
+                                        quorum=settings.queue_quorum,
+                                        quorum_replication_factor=settings.queue_quorum_replication_factor,
+                                        quorum_delivery_limit=settings.queue_quorum_delivery_limit), metrics)
         domains = CassandraDomainList(session)
         maintenance = CassandraMaintenanceStore(session)
         guard = MaintenanceGuard(maintenance)

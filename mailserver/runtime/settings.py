@@ -106,7 +106,9 @@ class ServeSettings:
     mailet_container: Path = DEFAULT_FILE
     spooler_threads: int | None = None          # None: the YAML's spooler.threads
     mx_static: dict[str, list[MxHost]] | None = None   # None: DNS
-    queue_quorum: bool = True
+    queue_quorum: bool = False                  # James's quorum.queues.enable (classic v2 queues otherwise)
+    queue_quorum_replication_factor: int = 1    # quorum.queues.replication.factor (x-quorum-initial-group-size)
+    queue_quorum_delivery_limit: int | None = None   # quorum.queues.delivery.limit (x-delivery-limit)
     node_name: str = field(default_factory=socket.gethostname)
     health_interval: float = 2.0                # seconds between background probes of the backends
     queue_size_limits: dict[str, int] = field(default_factory=dict)   # MailQueueSize check, spool excluded
@@ -169,7 +171,9 @@ class ServeSettings:
             mailet_container=Path(read.text("MAILSERVER_MAILETCONTAINER", str(DEFAULT_FILE))),
             spooler_threads=read.optional_integer("MAILSERVER_SPOOLER_THREADS"),
             mx_static=parse_mx_table(mx) if mx else None,
-            queue_quorum=read.boolean("MAILSERVER_QUEUE_QUORUM", True),
+            queue_quorum=read.boolean("MAILSERVER_QUEUE_QUORUM", False),
+            queue_quorum_replication_factor=read.positive("MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR", 1),
+            queue_quorum_delivery_limit=read.optional_positive("MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT"),
             node_name=read.text("MAILSERVER_NODE_NAME", socket.gethostname()),
             health_interval=float(read.integer("MAILSERVER_HEALTH_INTERVAL_MS", 2000)) / 1000,
             queue_size_limits=parse_queue_limits(read.text("MAILSERVER_QUEUE_SIZE_LIMITS", "")),
@@ -202,6 +206,12 @@ class _Reader:
             return int(value)
         except ValueError:
             raise SettingsError(f"{name}: {value!r} is not an integer") from None
+
+    def optional_positive(self, name: str) -> int | None:
+        value = self.optional_integer(name)
+        if value is not None and value < 1:
+            raise SettingsError(f"{name}: must be at least 1, got {value}")
+        return value
 
     def positive(self, name: str, default: int) -> int:
         value = self.integer(name, default)

@@ -117,10 +117,13 @@ class TestDistributedMailQueue(MailQueueContract):
         return names
 
     # ------------------------------------------------------------------ RabbitMQ specifics
-    def test_work_queue_is_quorum_and_messages_persistent(self, stack, queue):
+    def test_queues_are_classic_v2_as_james_declares_them_and_messages_persistent(self, stack, queue):
         info = rabbitmq_management(stack, f"/api/queues/{vhost_path(stack)}/JamesMailQueue-workqueue-{queue.name}")
-        assert info["type"] == "quorum" and info["durable"] and not info["auto_delete"]
-        assert info["arguments"]["x-dead-letter-exchange"] == f"JamesMailQueue-dead-letter-exchange-{queue.name}"
+        assert info["type"] == "classic" and info["durable"] and not info["auto_delete"] and not info["exclusive"]
+        assert info["arguments"] == {"x-queue-version": 2,
+                                     "x-dead-letter-exchange": f"JamesMailQueue-dead-letter-exchange-{queue.name}"}
+        dead = rabbitmq_management(stack, f"/api/queues/{vhost_path(stack)}/{queue.names.dead_letter_queue}")
+        assert dead["type"] == "classic" and dead["durable"] and dead["arguments"] == {"x-queue-version": 2}
         bindings = rabbitmq_management(
             stack, f"/api/exchanges/{vhost_path(stack)}/JamesMailQueue-exchange-{queue.name}/bindings/source")
         assert [(b["destination"], b["routing_key"]) for b in bindings] == \
@@ -132,6 +135,29 @@ class TestDistributedMailQueue(MailQueueContract):
         doc = json.loads(body)
         assert doc["name"] == mail.name and uuid.UUID(doc["enqueueId"])
         assert doc["headerBlobId"] and doc["bodyBlobId"]
+
+    def test_quorum_queues_carry_james_arguments(self, stack, another):
+        queue = another(quorum=True, quorum_replication_factor=1, quorum_delivery_limit=7).get(
+            f"q-{uuid.uuid4().hex[:12]}")
+        work = rabbitmq_management(stack, f"/api/queues/{vhost_path(stack)}/{queue.names.workqueue}")
+        dead = rabbitmq_management(stack, f"/api/queues/{vhost_path(stack)}/{queue.names.dead_letter_queue}")
+        expected = {"x-queue-type": "quorum", "x-quorum-initial-group-size": 1, "x-delivery-limit": 7}
+        assert work["type"] == dead["type"] == "quorum"
+        assert work["arguments"] == {**expected, "x-dead-letter-exchange": queue.names.dead_letter_exchange}
+        assert dead["arguments"] == expected
+        queue.enqueue(make_mail())
+        item = queue.dequeue(timeout=WAIT)
+        item.done(Outcome.SUCCESS)
+
+    def test_a_queue_declared_with_other_arguments_is_refused_clearly(self, stack, queue, another):
+        """A node configured for quorum queues meets the classic queues another node declared."""
+        with pytest.raises(MailQueueError, match=r"already has JamesMailQueue-workqueue-.* with other arguments.*"
+                                                 r"x-queue-type.*MAILSERVER_QUEUE_QUORUM"):
+            another(quorum=True).get(queue.name)
+        queue.enqueue(make_mail())   # the existing queue is untouched and still works
+        item = queue.dequeue(timeout=WAIT)
+        assert item is not None
+        item.done(Outcome.SUCCESS)
 
     def test_delay_queue_topology(self, stack, queue):
         queue.enqueue(make_mail(), delay=timedelta(seconds=90))
