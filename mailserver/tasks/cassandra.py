@@ -155,6 +155,12 @@ class CassandraTaskStore(TaskStore):
                 return False
         return False
 
+    def remove(self, details: TaskExecutionDetails) -> None:
+        # Row first: an entry left by a crash in between is dropped by whoever reads it (no row).
+        self.s.execute("DELETE FROM taskExecutions WHERE taskId = ?", (details.task_id,))
+        for phase in (WAITING, RUNNING):
+            self._unschedule(phase, details)
+
     # ------------------------------------------------------------------ internals
     def _cas(self, cql: str, params: tuple[Any, ...]) -> tuple[bool, dict[str, Any]]:
         """Run a conditional update: (applied, current values of the condition columns when not)."""

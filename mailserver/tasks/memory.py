@@ -85,6 +85,10 @@ class MemoryTaskStore(TaskStore):
             self._tasks[task_id] = current.with_status(TaskStatus.FAILED, at)
             return True
 
+    def remove(self, details: TaskExecutionDetails) -> None:
+        with self._lock:
+            self._tasks.pop(details.task_id, None)
+
     def _owned(self, task_id: uuid.UUID, node: str) -> TaskExecutionDetails | None:
         current = self._tasks.get(task_id)
         if current is None or not current.status.running or current.ran_node != node:

@@ -9,7 +9,8 @@ Cassandra), which is what makes the cluster safe without a coordinator:
 * ``heartbeat`` / ``finish``: only the worker that owns the running task (``ran_node`` and its
   claim) may refresh or end it, so a task already failed by the stale-heartbeat detection is
   never resurrected by a late worker;
-* ``fail_stale``: running -> failed only if the heartbeat is still the stale one that was read.
+* ``fail_stale``: running -> failed only if the heartbeat is still the stale one that was read;
+* ``remove``: forget a task (James's tasks cleanup, ``DELETE /tasks?olderThan=``).
 """
 
 from __future__ import annotations
@@ -67,3 +68,7 @@ class TaskStore(ABC):
     @abstractmethod
     def fail_stale(self, task_id: uuid.UUID, heartbeat: datetime | None, at: datetime) -> bool:
         """Running with exactly this ``heartbeat`` -> failed; False when it moved on meanwhile."""
+
+    @abstractmethod
+    def remove(self, details: TaskExecutionDetails) -> None:
+        """Forget a task (its record and schedule entries); a task already gone is no error."""

@@ -23,6 +23,7 @@ from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueueFactory
 from mailserver.repository.api import MailRepositoryStore
 from mailserver.tasks import worker as w
+from mailserver.tasks.builtin import tasks_cleanup
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.builtin.registration import EventBusParts, register_builtin
 from mailserver.tasks.cassandra import CassandraTaskStore
@@ -71,6 +72,7 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
                                 schema_versions=schema_versions, dag_runs=dag_runs, polling=polling,
                                 event_bus=event_bus)
+    tasks_cleanup.register(registry, store)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
                           heartbeat_timeout=settings.heartbeat_timeout, parallelism=settings.parallelism,

@@ -1,4 +1,4 @@
-"""``/tasks`` (webadmin reference §3): list, read, await and cancel tasks of any node.
+"""``/tasks`` (webadmin reference §3): list, read, await and cancel tasks of any node, and clean old ones up.
 
 Also ``submitted``: the answer of every task-creating route (201, ``Location: /tasks/<id>``,
 ``{"taskId": ...}``).
@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from mailserver.tasks.api import AwaitTimeout, TaskExecutionDetails, TaskNotFound, TaskStatus
+from mailserver.tasks.api import AwaitTimeout, TaskExecutionDetails, TaskNotFound, TaskStatus, utc_now
+from mailserver.tasks.builtin.tasks_cleanup import TasksCleanupTask
 from mailserver.tasks.manager import TaskManager
 from mailserver.webadmin.errors import SERVER_ERROR, WebAdminError, bad_request, not_found
 from mailserver.webadmin.routes import params
@@ -83,6 +84,17 @@ def router(tasks: TaskManager) -> APIRouter:
             raise WebAdminError(408, "The timeout has been reached", None, SERVER_ERROR) from exc
         except TaskNotFound as exc:
             raise WebAdminError(404, "The taskId is not found", None, SERVER_ERROR) from exc
+
+    @api.delete("/tasks", status_code=201, summary="Task tasks-cleanup: forget the tasks submitted before now - "
+                "olderThan that are finished or silent since then")
+    def cleanup_tasks(olderThan: str | None = None) -> JSONResponse:
+        if not olderThan:
+            raise bad_request("missing or invalid `olderThan` parameter")
+        try:
+            duration = params.parse_duration(olderThan.strip(), "seconds")
+        except ValueError as exc:
+            raise bad_request(f"missing or invalid `olderThan` parameter: {exc}") from exc
+        return submitted(tasks.submit(TasksCleanupTask(tasks.store, utc_now() - duration)))
 
     @api.delete("/tasks/{task_id}", status_code=NO_CONTENT, summary="Cancel a task (204 even if unknown)")
     def cancel_task(task_id: str) -> Response:

@@ -55,3 +55,15 @@ class TestCassandraTaskManager(TaskManagerContract):
             assert remote.get(task_id).status is TaskStatus.WAITING
             assert remote.cancel(task_id) is TaskStatus.CANCELLED
         assert manager.get(task_id).cancel_requested_node == "node-z"
+
+    def test_remove_forgets_the_row_and_its_schedule_entries(self, store, manager, cassandra, kind):
+        """What the tasks cleanup (``DELETE /tasks?olderThan=``) relies on."""
+        waiting = manager.get(manager.submit(CountingTask(kind)))
+        claimed = manager.get(manager.submit(CountingTask(kind)))
+        assert store.claim(claimed, "node-x", utc_now())
+        for details in (waiting, claimed):
+            store.remove(details)
+            assert store.get(details.task_id) is None
+            rows = cassandra.execute("SELECT taskId FROM taskSchedule WHERE phase IN ('waiting', 'running')")
+            assert all(r["taskid"] != details.task_id for r in rows)
+        store.remove(waiting)   # already gone: no error
