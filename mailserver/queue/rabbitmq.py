@@ -81,7 +81,7 @@ from mailserver.queue.serialization import (
     deserialize_reference,
     serialize_reference,
 )
-from mailserver.queue.view import CassandraMailQueueView
+from mailserver.queue.view import CassandraMailQueueView, ViewEntry
 
 log = logging.getLogger(__name__)
 
@@ -308,7 +308,9 @@ class DistributedMailQueue(MailQueue):
         return sorted(known)
 
     # ------------------------------------------------------------------ enqueue
-    def enqueue(self, mail: Mail, delay: timedelta | None = None) -> None:
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, enqueue_id: uuid.UUID | None = None) -> None:
+        """``enqueue_id`` (default: a new one) lets a maintenance job enqueue again under the same id, so
+        that the copies of one mail are skipped once any of them was processed (the deleted marks)."""
         millis = _delay_ms(delay)
         try:
             content, owned = self._store_content(mail.content)
@@ -316,7 +318,7 @@ class DistributedMailQueue(MailQueue):
             raise MailQueueError(f"queue {self.name}: cannot store the content of {mail.name}: {exc}") from exc
         stored = replace(mail, content=content, attributes=dict(mail.attributes), recipients=list(mail.recipients),
                          per_recipient_headers=list(mail.per_recipient_headers))
-        enqueue_id = uuid.uuid4()
+        enqueue_id = enqueue_id or uuid.uuid4()
         now = self._f.now()
         try:
             body = serialize_reference(MailReference(enqueue_id, stored))
@@ -564,29 +566,84 @@ class DistributedMailQueue(MailQueue):
         for entry in list(self.view.browse_references()):
             if not predicate(entry.mail):
                 continue
-            self.view.mark_deleted(entry.enqueue_id)
-            try:
-                self.contents.delete(entry.mail.content)
-            except Exception:
-                log.warning("queue %s: could not delete the blobs of %s", self.name, entry.enqueue_id, exc_info=True)
+            self._remove_entry(entry, delete_content=True)
             count += 1
         self.view.maybe_update_browse_start()
         return count
 
-    def flush(self) -> int:
-        """Move every message of the delay queues to the work exchange (confirmed, then acked)."""
+    def _remove_entry(self, entry: ViewEntry, *, delete_content: bool) -> None:
+        self.view.mark_deleted(entry.enqueue_id)
+        if not delete_content:
+            return
         try:
-            return self._flush()
+            self.contents.delete(entry.mail.content)
+        except Exception:
+            log.warning("queue %s: could not delete the blobs of %s", self.name, entry.enqueue_id, exc_info=True)
+
+    # ------------------------------------------------------------------ one entry at a time (maintenance jobs)
+    def entry(self, time_range_start: datetime, bucket_id: int, enqueue_id: uuid.UUID) -> ViewEntry | None:
+        """The live view entry at this key, read now; None when it is gone or marked deleted."""
+        if self.view.is_deleted(enqueue_id):
+            return None
+        return self.view.read_entry(time_range_start, bucket_id, enqueue_id)
+
+    def load(self, entry: ViewEntry) -> Mail:
+        """The entry's mail with its content size read from the blobs (``BlobNotFound`` when they are gone)."""
+        size = self._content_size(entry.mail.content)
+        return replace(entry.mail, content=replace(entry.mail.content, size=size),
+                       attributes=dict(entry.mail.attributes), recipients=list(entry.mail.recipients),
+                       per_recipient_headers=list(entry.mail.per_recipient_headers))
+
+    def remove_entry(self, entry: ViewEntry, *, delete_content: bool = True) -> bool:
+        """James's remove for one entry: marked deleted (its broker message is skipped at dequeue) and, unless
+        its content now belongs elsewhere (``delete_content=False``: moved to a repository), its blobs deleted.
+        False when it was already deleted."""
+        if self.view.is_deleted(entry.enqueue_id):
+            return False
+        self._remove_entry(entry, delete_content=delete_content)
+        self.view.maybe_update_browse_start()
+        return True
+
+    def republish_entry(self, entry: ViewEntry) -> bool:
+        """Publish the entry's reference again (same enqueueId; a delayed mail for the rest of its delay,
+        rounded up to the second). False when its content is gone (nothing to deliver)."""
+        try:
+            mail = self.load(entry)
+        except (BlobNotFound, ValueError) as exc:
+            log.error("queue %s: %s not republished, its content is gone: %s", self.name, entry.enqueue_id, exc)
+            return False
+        millis = 0
+        now = self._f.now()
+        if entry.next_delivery is not None and entry.next_delivery > now:
+            millis = math.ceil((entry.next_delivery - now).total_seconds()) * 1000
+        try:
+            self._publish(serialize_reference(MailReference(entry.enqueue_id, mail)), mail.content.size,
+                          entry.enqueued_time, millis)
+        except (*CONNECTION_ERRORS, *CHANNEL_ERRORS) as exc:
+            self._forget_current()
+            raise MailQueueError(f"queue {self.name}: republish of {entry.enqueue_id} failed: {exc!r}") from exc
+        except (px.UnroutableError, px.NackError) as exc:
+            raise MailQueueError(f"queue {self.name}: republish of {entry.enqueue_id} failed: {exc!r}") from exc
+        return True
+
+    def flush(self, *, before_each: Callable[[], None] | None = None) -> int:
+        """Move every message of the delay queues to the work exchange (confirmed, then acked).
+
+        ``before_each`` runs before each message is moved (a maintenance job's rate limiter)."""
+        try:
+            return self._flush(before_each)
         except (*CONNECTION_ERRORS, *CHANNEL_ERRORS) as exc:
             self._forget_current()
             raise MailQueueError(f"queue {self.name}: flush failed: {exc!r}") from exc
 
-    def _flush(self) -> int:
+    def _flush(self, before_each: Callable[[], None] | None = None) -> int:
         moved = 0
         link = self._link()
         for millis in self.delays():
             queue = self.names.delay_queue(millis)
             while True:
+                if before_each is not None:
+                    before_each()
                 try:
                     method, props, body = link.channel.basic_get(queue, auto_ack=False)
                 except px.ChannelClosedByBroker as exc:
@@ -626,26 +683,14 @@ class DistributedMailQueue(MailQueue):
         """
         if older_than.tzinfo is None:
             older_than = older_than.replace(tzinfo=UTC)
-        now = self._f.now()
         count = 0
         for entry in list(self.view.browse_references()):
             if entry.enqueued_time >= older_than:
                 continue
             try:
-                size = self._content_size(entry.mail.content)
-            except (BlobNotFound, ValueError) as exc:
-                log.error("queue %s: %s not republished, its content is gone: %s", self.name, entry.enqueue_id, exc)
-                continue
-            mail = replace(entry.mail, content=replace(entry.mail.content, size=size))
-            millis = 0
-            if entry.next_delivery is not None and entry.next_delivery > now:
-                millis = math.ceil((entry.next_delivery - now).total_seconds()) * 1000
-            try:
-                self._publish(serialize_reference(MailReference(entry.enqueue_id, mail)), size, entry.enqueued_time,
-                              millis)
-            except (*CONNECTION_ERRORS, *CHANNEL_ERRORS, px.UnroutableError, px.NackError) as exc:
-                raise MailQueueError(f"queue {self.name}: republish stopped after {count} mails: {exc!r}") from exc
-            count += 1
+                count += self.republish_entry(entry)
+            except MailQueueError as exc:
+                raise MailQueueError(f"queue {self.name}: republish stopped after {count} mails: {exc}") from exc
         return count
 
     def update_browse_start(self) -> datetime | None:

@@ -163,6 +163,12 @@ class CassandraMailQueueView:
             yield current
             current += self.slice_window
 
+    def read_entry(self, time_range_start: datetime, bucket_id: int, enqueue_id: uuid.UUID) -> ViewEntry | None:
+        """The row at this key, deleted or not; None when there is none."""
+        row = self.s.one("SELECT * FROM enqueuedMailsV4 WHERE queueName = ? AND timeRangeStart = ? AND bucketId = ? "
+                         "AND enqueueId = ?", (self.queue_name, _utc(time_range_start), bucket_id, enqueue_id))
+        return self._entry(row) if row is not None else None
+
     def _partition(self, time_range_start: datetime, bucket: int) -> list[dict]:
         return self.s.execute(SELECT_SLICE, (self.queue_name, time_range_start, bucket))
 
