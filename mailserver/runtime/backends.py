@@ -28,6 +28,7 @@ from mailserver.queue.content import MimeMessageStore
 from mailserver.repository.api import MailRepositoryStore
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings
+from mailserver.search.api import SearchIndex
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class Backends:
     # Probes of the backends the durable mail path needs (Cassandra, RabbitMQ, S3), then others.
     mail_path_checks: list[HealthCheck]
     other_checks: list[HealthCheck]
+    search: SearchIndex | None = None   # the OpenSearch mailbox index when OPENSEARCH_URL is set
 
     @property
     def health_checks(self) -> list[HealthCheck]:
@@ -132,6 +134,11 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
                                concurrency=settings.event_bus_concurrency, metrics=metrics)
         mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed)
+        search = None
+        if settings.search is not None:   # the indexing group listener, registered before the bus consumes
+            from mailserver.search.wiring import opensearch_search
+
+            search = opensearch_search(mailbox, settings.search)
         required_groups = RequiredGroups(CassandraEventStore(session),
                                          aggregate_id(bus.names.bus, pika.URLParameters(amqp_url).virtual_host))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
@@ -147,7 +154,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             repositories=CassandraMailRepositoryStore(session, contents),
             maintenance=maintenance, guard=guard, metrics=metrics,
             bus=bus, dead_letters=dead_letters, required_groups=required_groups,
-            mail_path_checks=mail_path, other_checks=others)
+            mail_path_checks=mail_path, other_checks=others, search=search)
     except BaseException:
         session.close()
         raise

@@ -19,6 +19,7 @@ from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
+from mailserver.search.config import SearchConfig
 from mailserver.smtp.config import SmtpConfig
 
 ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners", "imap")
@@ -98,6 +99,14 @@ def event_retry_policy(read: _Reader) -> RetryPolicy:
         raise SettingsError(f"MAILSERVER_EVENT_RETRY_*: {exc}") from None
 
 
+def search_config(env: Mapping[str, str]) -> SearchConfig | None:
+    """Search indexing runs when ``OPENSEARCH_URL`` is set; index, aliases and shards have James's defaults."""
+    try:
+        return SearchConfig.from_env(env)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class ServeSettings:
     roles: tuple[str, ...] = ROLES
@@ -115,6 +124,7 @@ class ServeSettings:
     listener_groups: tuple[str, ...] | None = None   # None: every group listener of the server
     event_bus_concurrency: int = 10                  # James's listeners.xml maxConcurrency
     event_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    search: SearchConfig | None = None               # OPENSEARCH_URL and OPENSEARCH_* (mailserver/search/config.py)
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -180,6 +190,7 @@ class ServeSettings:
             listener_groups=parse_groups(read.optional("MAILSERVER_LISTENER_GROUPS")),
             event_bus_concurrency=read.positive("MAILSERVER_EVENT_BUS_CONCURRENCY", 10),
             event_retry=event_retry_policy(read),
+            search=search_config(env),
         )
 
 
