@@ -116,8 +116,11 @@ class OpenSearchSearchIndex(SearchIndex):
         # delete-by-query sees refreshed documents only: refresh first, or a message indexed in the
         # last second would survive its mailbox.
         self.client.indices.refresh(index=targets)
-        self.client.delete_by_query(index=targets, routing=routing_key(mailbox_id), conflicts="proceed",
-                                    body={"query": {"term": {f.MAILBOX_ID: str(mailbox_id)}}})
+        response = self.client.delete_by_query(index=targets, routing=routing_key(mailbox_id), conflicts="proceed",
+                                               body={"query": {"term": {f.MAILBOX_ID: str(mailbox_id)}}})
+        if response.get("failures"):   # e.g. a shard unavailable: retried by the bus, delete-by-query is idempotent
+            raise SearchIndexError(f"deleting the documents of mailbox {mailbox_id} failed: "
+                                   f"{str(response['failures'])[:500]}")
 
     @_wrapped
     def search(self, query: SearchQuery) -> list[SearchHit]:
