@@ -12,7 +12,8 @@ up to its statistics interval (5 s by default): a gate, not a counter.
 * an unreachable management API is "not drained yet" (the broker may be restarting), until the
   sensor's timeout, which names the last depth seen.
 
-Use ``mode="reschedule"`` for long waits so the worker slot is released between pokes.
+Use ``mode="reschedule"`` for long waits so the worker slot is released between pokes. The queue is
+``queue_name``: ``queue`` is Airflow's own operator argument (the executor queue a task runs on).
 """
 
 from __future__ import annotations
@@ -35,14 +36,14 @@ def drained(depth: int | None, max_messages: int, *, missing_ok: bool = False) -
 
 
 class QueueDepthSensor(BaseSensorOperator):
-    template_fields: Sequence[str] = ("queue", "max_messages")
+    template_fields: Sequence[str] = ("queue_name", "max_messages")
     ui_color = "#e1bee7"
 
-    def __init__(self, *, queue: str, max_messages: int | str = 0, rabbitmq_conn_id: str = DEFAULT_CONN_ID,
+    def __init__(self, *, queue_name: str, max_messages: int | str = 0, rabbitmq_conn_id: str = DEFAULT_CONN_ID,
                  include_unacknowledged: bool = True, missing_ok: bool = False, request_timeout: float = 10.0,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.queue = queue
+        self.queue_name = queue_name
         self.max_messages = max_messages
         self.rabbitmq_conn_id = rabbitmq_conn_id
         self.include_unacknowledged = include_unacknowledged
@@ -61,27 +62,28 @@ class QueueDepthSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> bool:
         limit = self._limit()
-        if not self.queue:
+        if not self.queue_name:
             raise AirflowException("no queue name given")
         with RabbitMQManagementHook(self.rabbitmq_conn_id, timeout=self.request_timeout) as hook:
             try:
-                depth = hook.queue_depth(self.queue, include_unacknowledged=self.include_unacknowledged)
+                depth = hook.queue_depth(self.queue_name, include_unacknowledged=self.include_unacknowledged)
             except httpx.TransportError as exc:
                 self._last = f"management API unreachable: {type(exc).__name__}: {exc}"
                 self.log.info("%s", self._last)
                 return False
             if depth is None and not self.missing_ok:
-                raise AirflowException(f"queue {self.queue!r} does not exist in vhost {hook.vhost!r}")
+                raise AirflowException(f"queue {self.queue_name!r} does not exist in vhost {hook.vhost!r}")
         self._last = "absent" if depth is None else f"{depth} messages"
         ok = drained(depth, limit, missing_ok=self.missing_ok)
-        self.log.info("queue %s: %s (gate: at most %d)%s", self.queue, self._last, limit, "" if ok else ", waiting")
+        self.log.info("queue %s: %s (gate: at most %d)%s", self.queue_name, self._last, limit,
+                      "" if ok else ", waiting")
         return ok
 
     def execute(self, context: Any) -> None:
         try:
             super().execute(context)
         except AirflowSensorTimeout as exc:
-            raise AirflowSensorTimeout(f"{exc} Queue {self.queue} not drained to {self.max_messages}: "
+            raise AirflowSensorTimeout(f"{exc} Queue {self.queue_name} not drained to {self.max_messages}: "
                                        f"{self._last}") from exc
         except AirflowSkipException as exc:
-            raise AirflowSkipException(f"{exc} Queue {self.queue} not drained: {self._last}") from exc
+            raise AirflowSkipException(f"{exc} Queue {self.queue_name} not drained: {self._last}") from exc

@@ -45,7 +45,7 @@ def declare_queue(amqp_url: str, name: str) -> None:
 def test_depth_sensor_and_delete_if_empty_on_the_real_broker(vhost):
     declare_queue(vhost.amqp_url, QUEUE)
     publish_raw(vhost.amqp_url, "", [f"mail {i}" for i in range(5)], routing_key=QUEUE)
-    gate = QueueDepthSensor(task_id="drained", queue=QUEUE, max_messages=2, poke_interval=0.5, timeout=30)
+    gate = QueueDepthSensor(task_id="drained", queue_name=QUEUE, max_messages=2, poke_interval=0.5, timeout=30)
     with RabbitMQManagementHook() as hook:
         assert hook.vhost == vhost.name and pika.URLParameters(hook.amqp_url()).virtual_host == vhost.name
         eventually(lambda: hook.queue_depth(QUEUE) == 5, timeout=30, interval=0.5)
