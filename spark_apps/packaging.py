@@ -17,7 +17,11 @@ REPO_DIR = PACKAGE_DIR.parent
 # (pika, tenacity: in the executors' environment like the Cassandra driver). They travel in the same zip.
 SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailserver/mailbox/__init__.py",
                            "mailserver/mailbox/content.py", "mailserver/events/__init__.py",
-                           "mailserver/events/naming.py", "mailserver/events/publisher.py")
+                           "mailserver/events/naming.py", "mailserver/events/publisher.py",
+                           # the search reindex builds the listener's documents and writes with bulk_index
+                           "mailserver/search/__init__.py", "mailserver/search/api.py",
+                           "mailserver/search/config.py", "mailserver/search/document.py",
+                           "mailserver/search/index.py", "mailserver/search/mapping.py")
 
 
 def job_path(job: str) -> Path:
