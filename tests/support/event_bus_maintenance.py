@@ -167,3 +167,13 @@ def delete_bus_objects(amqp_url: str, groups: Iterable[str]) -> None:
     finally:
         if connection.is_open:
             connection.close()
+
+
+def rabbitmq_connections(stack: Any, amqp_url: str) -> dict[str, str]:
+    """``AIRFLOW_CONN_RABBITMQ_*`` for the vhost of ``amqp_url`` (as include/connections.py builds them)."""
+    import dataclasses
+
+    from include.connections import airflow_connections
+
+    conns = airflow_connections(dataclasses.replace(stack, amqp_url=amqp_url))
+    return {k: v for k, v in conns.items() if k.startswith("AIRFLOW_CONN_RABBITMQ_")}
