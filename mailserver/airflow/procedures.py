@@ -143,7 +143,45 @@ CASSANDRA_MIGRATION = DagProcedure(
     "cassandra-migration", "cassandra_schema_migration",
     (DagParam("version", "target_version", strictly_positive("version"), Source.BODY, information="toVersion"),))
 
+REINDEX_MODES = {"rebuildall": "rebuildAll", "fixoutdated": "fixOutdated"}
+
+
+def reindex_mode(values: Sequence[str]) -> str:
+    """James's ``mode`` (case-insensitive); an unknown value is a 400 here (James falls back to rebuildAll)."""
+    mode = REINDEX_MODES.get(values[0].strip().lower())
+    if mode is None:
+        raise ValueError(f"Invalid value supplied for query parameter 'mode': {values[0]}. "
+                         "Supported values are [rebuildAll, fixOutdated]")
+    return mode
+
+
+def mailbox_id(values: Sequence[str]) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(values[0].strip()))
+    except ValueError:
+        raise ValueError(f"Error while parsing 'mailbox': {values[0]} is not a mailbox id") from None
+
+
+# James's reIndex tasks (webadmin reference §9): the reindex_mailboxes DAG, messagesPerSecond is its own rate.
+REINDEX_OPTIONS = (DagParam("mode", "mode", reindex_mode),
+                   DagParam("messagesPerSecond", "messages_per_second", strictly_positive("messagesPerSecond")),
+                   DRY_RUN)
+REINDEX_ALL = DagProcedure("full-reindexing", "reindex_mailboxes", REINDEX_OPTIONS)
+REINDEX_USER = DagProcedure("user-reindexing", "reindex_mailboxes",
+                            (DagParam("username", "user", text, Source.PATH, information="username"),
+                             *REINDEX_OPTIONS))
+REINDEX_MAILBOX = DagProcedure("mailbox-reindexing", "reindex_mailboxes",
+                               (DagParam("mailboxId", "mailbox_id", mailbox_id, Source.PATH, information="mailboxId"),
+                                *REINDEX_OPTIONS))
+REINDEX_MESSAGE = DagProcedure("message-reindexing", "reindex_mailboxes",
+                               (DagParam("mailboxId", "mailbox_id", mailbox_id, Source.PATH, information="mailboxId"),
+                                DagParam("uid", "uid", strictly_positive("uid"), Source.PATH, information="uid"),
+                                *REINDEX_OPTIONS))
+
 PROCEDURES: dict[str, DagProcedure] = {p.task_type: p for p in (
     SOLVE_MESSAGE_INCONSISTENCIES, SOLVE_MAILBOX_INCONSISTENCIES, SOLVE_MAPPINGS_SOURCES_INCONSISTENCIES,
     RECOMPUTE_MAILBOX_COUNTERS, RECOMPUTE_CURRENT_QUOTAS, RECOMPUTE_ALL_FAST_VIEW_PROJECTION,
-    RECOMPUTE_USER_FAST_VIEW_PROJECTION, CASSANDRA_MIGRATION)}
+    RECOMPUTE_USER_FAST_VIEW_PROJECTION, CASSANDRA_MIGRATION, REINDEX_ALL, REINDEX_USER, REINDEX_MAILBOX,
+    REINDEX_MESSAGE)}

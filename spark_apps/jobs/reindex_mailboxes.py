@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 TASK = "full-reindexing"
-USER_TASK, MAILBOX_TASK, MESSAGE_TASK = "user-reindexing", "single-mailbox-reindexing", "MessageReIndexingTask"
+USER_TASK, MAILBOX_TASK, MESSAGE_TASK = "user-reindexing", "mailbox-reindexing", "message-reindexing"
 MODES = ("rebuildAll", "fixOutdated")
 MISSING, OUTDATED, ORPHAN, UP_TO_DATE = "missingDocument", "outdatedDocument", "orphanDocument", "upToDateDocument"
 COUNTERS = {MISSING: "indexedMessageCount", UP_TO_DATE: "indexedMessageCount", OUTDATED: "fixedMessageCount",
@@ -105,9 +105,11 @@ class ReindexMailboxes(Procedure):
         parser.add_argument("--messages-per-second", dest="rate", type=float,
                             help="James's messagesPerSecond (same as --rate)")
         parser.add_argument("--blob-bucket", help="bucket of the message blobs [S3_DEFAULT_BUCKET, default 'default']")
+        parser.add_argument("--read-alias", help="alias compared [OPENSEARCH_ALIAS_READ_MAILBOX_NAME]")
+        parser.add_argument("--write-alias", help="alias written [OPENSEARCH_ALIAS_WRITE_MAILBOX_NAME]")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
-        from mailserver.search.config import SearchConfig
+        from mailserver.search.config import SearchConfig, check_index_name
 
         if args.uid is not None and not args.mailbox_id:
             raise ValueError("--uid needs --mailbox-id")
@@ -125,9 +127,13 @@ class ReindexMailboxes(Procedure):
         config = SearchConfig.from_env(os.environ)
         if config is None:
             raise ValueError("OPENSEARCH_URL is not set: there is no index to rebuild")
-        self.search = SearchAccess(config.urls, config.read_alias, config.write_alias, config.timeout)
+        read_alias = check_index_name(args.read_alias or config.read_alias, "--read-alias", alias=True)
+        write_alias = check_index_name(args.write_alias or config.write_alias, "--write-alias", alias=True)
+        if read_alias == write_alias:
+            raise ValueError("the read and write aliases must differ")
+        self.search = SearchAccess(config.urls, read_alias, write_alias, config.timeout)
         options: dict[str, Any] = {"mode": self.mode, "messagesPerSecond": args.rate, "blobBucket": self.bucket,
-                                   "readAlias": config.read_alias, "writeAlias": config.write_alias}
+                                   "readAlias": read_alias, "writeAlias": write_alias}
         for key, value in (("username", self.user), ("mailboxId", self.mailbox_id), ("uid", self.uid)):
             if value is not None:
                 options[key] = value
@@ -195,9 +201,12 @@ class ReindexMailboxes(Procedure):
                   "fixedMessageCount": counters.get("fixedMessageCount", 0),
                   "deletedDocumentCount": counters.get("deletedDocumentCount", 0),
                   "failedMessageCount": len(result.failures),
+                  # James's names: every message written or deleted, and the failures
+                  "successfullyReprocessedMailCount": sum(counters.get(c, 0) for c in set(COUNTERS.values())),
+                  "failedReprocessedMailCount": len(result.failures),
                   "skippedResolvedMeanwhile": counters.get("skippedResolvedMeanwhile", 0),
-                  # James's rerun input: {mailboxId: [uid, ...]} of what failed
-                  "messageFailures": _failures_by_mailbox(result.failures)}
+                  # James's REST form, the input of a rerun: {mailboxId: [{"uid": 1}, ...]}
+                  "messageFailures": _failures_by_mailbox(result.failures), "mailboxFailures": []}
         return fields
 
     # ------------------------------------------------------------ repair (executors)
@@ -263,11 +272,11 @@ class ReindexMailboxes(Procedure):
         return [outcomes[document_id(i["mailboxid"], i["uid"])] for i in items]
 
 
-def _failures_by_mailbox(failures: list[dict[str, Any]]) -> dict[str, list[int]]:
+def _failures_by_mailbox(failures: list[dict[str, Any]]) -> dict[str, list[dict[str, int]]]:
     by_mailbox: dict[str, list[int]] = {}
     for failure in failures:
         by_mailbox.setdefault(str(failure.get("mailboxid")), []).append(int(failure.get("uid") or 0))
-    return {k: sorted(v) for k, v in sorted(by_mailbox.items())}
+    return {k: [{"uid": uid} for uid in sorted(v)] for k, v in sorted(by_mailbox.items())}
 
 
 class ReindexRunner(ProcedureRunner):

@@ -32,14 +32,18 @@ SAFETY_VALUE = "ALL-SERVICES-ARE-OFFLINE"
 SAFETY_DETAILS = (f"Due to concurrency risks, a `{SAFETY_HEADER}` header should be positioned to `{SAFETY_VALUE}` "
                   "in order to prevent accidental calls. Check the documentation for details.")
 FAST_VIEW = "recomputeFastViewProjectionItems"
+REINDEX = "reIndex"
+RETRY_FAILED = "reIndexFailedMessagesOf"
 
 # Selector value -> procedure, per route (values are case-sensitive, as James's).
 MAILBOXES_TASKS = {"SolveInconsistencies": p.SOLVE_MAILBOX_INCONSISTENCIES,
                    "RecomputeMailboxCounters": p.RECOMPUTE_MAILBOX_COUNTERS,
-                   FAST_VIEW: p.RECOMPUTE_ALL_FAST_VIEW_PROJECTION}
+                   FAST_VIEW: p.RECOMPUTE_ALL_FAST_VIEW_PROJECTION, REINDEX: p.REINDEX_ALL}
 MESSAGES_TASKS = {"SolveInconsistencies": p.SOLVE_MESSAGE_INCONSISTENCIES,
                   FAST_VIEW: p.RECOMPUTE_ALL_FAST_VIEW_PROJECTION}
-USER_TASKS = {FAST_VIEW: p.RECOMPUTE_USER_FAST_VIEW_PROJECTION}
+USER_TASKS = {FAST_VIEW: p.RECOMPUTE_USER_FAST_VIEW_PROJECTION, REINDEX: p.REINDEX_USER}
+MAILBOX_TASKS = {REINDEX: p.REINDEX_MAILBOX}
+MAILBOX_MESSAGE_TASKS = {REINDEX: p.REINDEX_MESSAGE}
 MAPPINGS_ACTIONS = {"SolveInconsistencies": p.SOLVE_MAPPINGS_SOURCES_INCONSISTENCIES}
 QUOTA_TASKS = {"RecomputeCurrentQuotas": p.RECOMPUTE_CURRENT_QUOTAS}
 # Procedures James refuses unless the operator states that traffic is stopped.
@@ -105,9 +109,24 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository)
     @api.post("/mailboxes", status_code=201,
               summary="Task: ?task=SolveInconsistencies (header I-KNOW-WHAT-I-M-DOING: ALL-SERVICES-ARE-OFFLINE; "
                       "maxIterations, autoMerge), RecomputeMailboxCounters (trustMessageProjection), "
-                      "recomputeFastViewProjectionItems (messagesPerSecond); all: dryRun. Runs as an Airflow DAG")
+                      "recomputeFastViewProjectionItems (messagesPerSecond), reIndex (mode, messagesPerSecond); "
+                      "all: dryRun. Runs as an Airflow DAG")
     async def mailboxes(request: Request) -> Response:
+        if request.query_params.get("task") == REINDEX and RETRY_FAILED in request.query_params:
+            raise bad_request(f"'{RETRY_FAILED}' is not supported yet: run the reindex_mailboxes DAG again "
+                              "(fixOutdated indexes exactly what is still missing or outdated)")
         return await selected(request, "task", MAILBOXES_TASKS)
+
+    @api.post("/mailboxes/{mailbox_id}", status_code=201,
+              summary="Task: ?task=reIndex of one mailbox (mode, messagesPerSecond, dryRun). Runs as an Airflow DAG")
+    async def mailbox(mailbox_id: str, request: Request) -> Response:
+        return await selected(request, "task", MAILBOX_TASKS, lambda: {"mailboxId": mailbox_id})
+
+    @api.post("/mailboxes/{mailbox_id}/mails/{uid}", status_code=201,
+              summary="Task: ?task=reIndex of one message of one mailbox (mode, messagesPerSecond, dryRun). "
+                      "Runs as an Airflow DAG")
+    async def mailbox_message(mailbox_id: str, uid: str, request: Request) -> Response:
+        return await selected(request, "task", MAILBOX_MESSAGE_TASKS, lambda: {"mailboxId": mailbox_id, "uid": uid})
 
     @api.post("/messages", status_code=201,
               summary="Task: ?task=SolveInconsistencies or recomputeFastViewProjectionItems (messagesPerSecond, "

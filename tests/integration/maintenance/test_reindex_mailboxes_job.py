@@ -126,6 +126,6 @@ def test_one_message_scope_touches_that_document_only(stack, spark_env, maintena
     target = messages[2]
     report = run(session, stack, s3_blobs, spark_env, search, "--mode", "fixOutdated",
                  "--mailbox-id", str(target.mailbox_id), "--uid", str(target.uid))
-    assert report["type"] == "MessageReIndexingTask" and report["detected"] == {"missingDocument": 1}
+    assert report["type"] == "message-reindexing" and report["detected"] == {"missingDocument": 1}
     assert report["indexedMessageCount"] == 1 and report["runningOptions"]["uid"] == target.uid
     assert set(indexed(client, search)) == {f"{target.mailbox_id}:{target.uid}"}
