@@ -1,0 +1,137 @@
+"""The search-index swap DAG run by Airflow (``dag.test()``) on the real OpenSearch and Cassandra (issue 13).
+
+An index of one shard holds the documents of messages appended through the mailbox manager (built
+with the indexing listener's own code). The DAG swaps to a three-shard index while a reader thread
+searches through the read alias the whole time: every search answers, with every message; at the
+end the aliases name the new index only, it is recorded, and no message is missing from it. A run
+made to fail after verification leaves the aliases and the recorded index exactly as before.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from mailserver.search.config import SearchConfig
+from mailserver.search.index import (
+    alias_indices,
+    bulk_index,
+    ensure_index,
+    make_client,
+    record_current_index,
+    recorded_index,
+)
+from mailserver.search.listener import build_document
+from mailserver.search.mapping import index_body
+from tests.e2e.maintenance.conftest import run_dag
+from tests.integration.maintenance.test_reindex_mailboxes_job import indexed, truth
+from tests.support.mail_projections import mailbox_context, seed_users
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+DAG_ID = "swap_search_index"
+
+
+@pytest.fixture
+def search(stack) -> Iterator[SearchConfig]:
+    tag = uuid.uuid4().hex[:10]
+    config = SearchConfig(urls=(stack.opensearch_url,), index_name=f"mailbox_swap_{tag}",
+                          read_alias=f"read_swap_{tag}", write_alias=f"write_swap_{tag}",
+                          state_index=f"state_swap_{tag}")
+    yield config
+    make_client(config, max_retries=3).indices.delete(index=f"*{tag}*", ignore_unavailable=True,
+                                                       expand_wildcards="all")
+
+
+@pytest.fixture
+def indexed_mail(maintenance_keyspace, s3_blobs, search) -> int:
+    """Messages in Cassandra + S3, and their documents in a one-shard index behind both aliases."""
+    ctx = mailbox_context(maintenance_keyspace, s3_blobs)
+    seeded = seed_users(ctx, maintenance_keyspace, users=2, inbox_messages=40, archive_messages=10)
+    client = make_client(search, max_retries=3)
+    ensure_index(client, search.index_name, index_body(1, 0), read_alias=search.read_alias,
+                 write_alias=search.write_alias)
+    record_current_index(client, search.index_name, read_alias=search.read_alias, write_alias=search.write_alias,
+                         state_index=search.state_index)
+    documents = [build_document(m, ctx.manager.read_message(m.message_id), user, search.documents)
+                 for user in seeded.users for path in (seeded.inbox[user], seeded.archive[user])
+                 for m in ctx.manager.get_messages(path)]
+    report = bulk_index(client, documents, write_alias=search.write_alias, refresh="wait_for")
+    assert (report.succeeded, report.failed) == (100, 0)
+    return len(documents)
+
+
+def conf(search: SearchConfig, new_index: str, **extra) -> dict:
+    return {"new_index": new_index, "shards": 3, "replicas": 0, "read_alias": search.read_alias,
+            "write_alias": search.write_alias, "state_index": search.state_index, "sample_size": 50, **extra}
+
+
+class Reader(threading.Thread):
+    """Searches the read alias in a loop: how many answered, and every answer that was not all the mail."""
+
+    def __init__(self, client, alias: str, expected: int) -> None:
+        super().__init__(daemon=True)
+        self.client, self.alias, self.expected = client, alias, expected
+        self.answers, self.wrong = 0, []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            try:
+                total = self.client.count(index=self.alias, body={"query": {"match_all": {}}})["count"]
+                if total != self.expected:
+                    self.wrong.append(total)
+                self.answers += 1
+            except Exception as exc:  # a search that fails is what the swap must never cause
+                self.wrong.append(repr(exc))
+            time.sleep(0.05)
+
+
+def test_swap_to_three_shards_while_reads_answer(maintenance_airflow, maintenance_keyspace, search, indexed_mail):
+    client = make_client(search, max_retries=0)
+    new_index = f"{search.index_name}_v2"
+    reader = Reader(client, search.read_alias, indexed_mail)
+    reader.start()
+    try:
+        run, states, _ = run_dag(DAG_ID, conf(search, new_index))
+    finally:
+        reader.done.set()
+        reader.join(10)
+    assert run.state == "success", states
+    assert states["switch_reads"] == "success" and states["rollback"] == "success"
+    assert states["rebuild_from_cassandra"] == "skipped"
+    assert reader.answers > 20 and reader.wrong == [], reader.wrong[:10]
+    assert alias_indices(client, search.read_alias) == alias_indices(client, search.write_alias) == [new_index]
+    assert recorded_index(client, read_alias=search.read_alias, state_index=search.state_index) == new_index
+    settings = client.indices.get_settings(index=new_index)[new_index]["settings"]["index"]
+    assert settings["number_of_shards"] == "3"
+    assert indexed(client, search) == truth(maintenance_keyspace)     # no message missing, flags equal
+    assert client.indices.exists(index=search.index_name)            # kept: drop_old_index was not asked
+
+
+def test_a_run_failing_after_verification_leaves_the_aliases_as_before(maintenance_airflow, search, indexed_mail):
+    client = make_client(search, max_retries=3)
+    new_index = f"{search.index_name}_failed"
+    run, states, _ = run_dag(DAG_ID, conf(search, new_index, fail_after="verify", drop_old_index=True))
+    assert run.state == "failed", states
+    assert states["verify"] == "failed" and states["switch_reads"] == "upstream_failed"
+    assert states["rollback"] == "success"
+    assert alias_indices(client, search.read_alias) == alias_indices(client, search.write_alias) == \
+        [search.index_name]
+    assert recorded_index(client, read_alias=search.read_alias, state_index=search.state_index) == search.index_name
+    assert client.indices.exists(index=new_index) and client.indices.exists(index=search.index_name)
+    assert client.count(index=search.read_alias)["count"] == indexed_mail
+
+
+@pytest.mark.parametrize("bad", [{"new_index": "Mailbox_V2"}, {"shards": 0}, {"source": "elsewhere"},
+                                 {"settings_json": {"aliases": {}}}, {"fail_after": "nowhere"}])
+def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow, bad):
+    from tests.e2e.maintenance.conftest import load_dag
+
+    with pytest.raises(Exception, match=r"new_index|shards|source|settings_json|fail_after|not one of|"
+                                        r"does not match|minimum|Additional properties|not valid"):
+        load_dag(DAG_ID).test(run_conf=bad)
