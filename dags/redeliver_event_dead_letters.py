@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException
 from mailplatform.operators.spark_job import SparkJobOperator
 from mailplatform.procedures import CASSANDRA_POOL, check_report, run_identity_args, run_key
 from mailplatform.sensors.dead_letters import EventDeadLettersClearedSensor
@@ -160,9 +160,9 @@ with DAG(
 
         try:
             content = MaintenanceReportHook().read(task_type(context["params"]["scope"]), run_key(context))
-        except Exception as exc:
-            raise AirflowException(f"no report for this run ({exc}): the Spark job failed before the end, "
-                                   "see the detect_redeliver_verify log") from exc
+        except Exception as exc:   # waiting or retrying cannot produce it: fail at once
+            raise AirflowFailException(f"no report for this run ({exc}): the Spark job failed before the end "
+                                       "or did not run, see the detect_redeliver_verify log") from exc
         for group, counts in sorted(content.get("groups", {}).items()):
             print(f"{group}: found {counts['found']}, redelivered {counts['redelivered']}, failed {counts['failed']}"
                   + (f" (first ids: {counts['failedInsertionIds'][:5]})" if counts["failed"] else ""))
