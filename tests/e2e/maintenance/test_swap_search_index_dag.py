@@ -135,3 +135,18 @@ def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow, ba
     with pytest.raises(Exception, match=r"new_index|shards|source|settings_json|fail_after|not one of|"
                                         r"does not match|minimum|Additional properties|not valid"):
         load_dag(DAG_ID).test(run_conf=bad)
+
+
+def test_swap_rebuilt_from_cassandra_fills_what_the_old_index_lost(maintenance_airflow, maintenance_keyspace,
+                                                                   s3_blobs, search, indexed_mail):
+    client = make_client(search, max_retries=3)
+    for hit in client.search(index=search.read_alias, body={"size": 5, "query": {"match_all": {}}})["hits"]["hits"]:
+        client.delete(index=search.write_alias, id=hit["_id"], routing=hit["_routing"], refresh="wait_for")
+    new_index = f"{search.index_name}_rebuilt"
+    run, states, _ = run_dag(DAG_ID, conf(search, new_index, source="cassandra", shards=2,
+                                          blob_bucket=s3_blobs.default_bucket.value))
+    assert run.state == "success", states
+    assert states["rebuild_from_cassandra"] == "success" and states["copy_with_reindex_api"] == "skipped"
+    assert alias_indices(client, search.read_alias) == alias_indices(client, search.write_alias) == [new_index]
+    assert indexed(client, search) == truth(maintenance_keyspace)     # the 5 lost documents are back
+    assert len(truth(maintenance_keyspace)) == indexed_mail
