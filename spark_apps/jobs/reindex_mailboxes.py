@@ -27,6 +27,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.bookkeeping import SliceResult
@@ -57,6 +58,7 @@ COUNTERS = {MISSING: "indexedMessageCount", UP_TO_DATE: "indexedMessageCount", O
             ORPHAN: "deletedDocumentCount"}
 DEFAULT_BLOB_BUCKET = "default"
 BATCH = 200
+FETCH_THREADS = 8   # per Python worker: messages of a batch read from Cassandra and S3 at once
 
 
 def truth_signatures(uids: DataFrame) -> DataFrame:
@@ -229,33 +231,45 @@ class ReindexMailboxes(Procedure):
         outcomes: dict[str, Outcome] = {}
         documents: dict[str, dict[str, Any]] = {}
         orphans: dict[str, dict[str, Any]] = {}
-        for item in items:
+
+        def fetch(item: dict[str, Any]) -> tuple[str, dict[str, Any] | Outcome | None]:
+            """(key, the document, or the item's outcome, or None for an orphan to delete); one message."""
             key = document_id(item["mailboxid"], item["uid"])
             mailbox, uid = uuid.UUID(item["mailboxid"]), int(item["uid"])
             if item["kind"] == ORPHAN:
                 if cql.execute("SELECT uid FROM messageidtable WHERE mailboxid = ? AND uid = ?", (mailbox, uid)):
-                    outcomes[key] = Outcome(SKIPPED, item)   # the message is there (a projection lagging): kept
-                else:
-                    orphans[key] = item
-                continue
+                    return key, Outcome(SKIPPED, item)   # the message is there (a projection lagging): kept
+                return key, None
             try:
                 rows = cql.execute("SELECT * FROM imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?",
                                    (uuid.UUID(item["messageid"]), mailbox, uid))
                 if not rows:
-                    outcomes[key] = Outcome(SKIPPED, item)   # expunged meanwhile: the listener removes it
-                    continue
+                    return key, Outcome(SKIPPED, item)   # expunged meanwhile: the listener removes it
                 blobs = cql.execute("SELECT headercontent, bodycontent, internaldate, fullcontentoctets "
                                     "FROM messagev3 WHERE messageid = ?", (rows[0]["messageid"],))
                 if not blobs or not blobs[0]["headercontent"] or not blobs[0]["bodycontent"]:
                     raise ValueError("no messageV3 row with blob ids: the content cannot be read")
                 row = {**blobs[0], **{k: v for k, v in rows[0].items() if v is not None}}
+                assert self.s3 is not None
                 content = read_content(self.s3.client(), self.bucket, row["headercontent"], row["bodycontent"])
-                item["_document"] = build_document(row, content, item.get("user"))
+                return key, build_document(row, content, item.get("user"))
+            except Exception as exc:   # one message must not stop the batch
+                return key, Outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}")
+
+        # Cassandra and S3 reads overlap (the driver session and the boto3 client are thread-safe)
+        with ThreadPoolExecutor(max_workers=FETCH_THREADS) as pool:
+            fetched = list(pool.map(fetch, items))
+        built: list[dict[str, Any]] = []
+        for item, (key, result) in zip(items, fetched, strict=True):
+            if isinstance(result, Outcome):
+                outcomes[key] = result
+            elif result is None:
+                orphans[key] = item
+            else:
                 documents[key] = item
-            except Exception as exc:  # one message must not stop the batch
-                outcomes[key] = Outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}")
+                built.append(result)
         if documents:
-            report = bulk_index(client, [documents[k].pop("_document") for k in documents], targets=targets)
+            report = bulk_index(client, built, targets=targets)
             for key, item in documents.items():
                 if key in report.failures:
                     outcomes[key] = Outcome(FAILED, item, error=report.failures[key])
