@@ -38,6 +38,10 @@ DOC = """
 
 **Before running it.** `GET /mailRepositories/{path}` gives the size. Run with `dry_run` first:
 the report counts the mails that would be reprocessed (`detected.storedMail`) and touches nothing.
+A mail is stored in the state of the processor that stored it (`error`, `local-address-error`,
+`rrt-error` ...): restarting it there stores it again. Set `target_processor` to `transport`
+(recipient rewriting, then local or remote delivery) or `root` (the whole chain again) for these
+repositories; an empty `target_processor` keeps each mail's stored state, as James does.
 
 **What this DAG does.**
 1. `check_params`, then `backends_healthy` (WebAdmin's Cassandra, RabbitMQ, object storage) and

@@ -84,9 +84,13 @@ def live_names(session: Any, queue: str) -> Counter:
 
 
 def repository_rows(session: Any, url: str) -> dict[str, dict[str, Any]]:
-    keys = {r["mailkey"] for r in session.execute("SELECT mailKey FROM mailRepositoryKeys WHERE name = ?", (url,))}
-    return {r["mailkey"]: r for r in session.execute("SELECT * FROM mailRepositoryContentV2 WHERE name = ?", (url,))
-            if r["mailkey"] in keys}
+    keys = [r["mailkey"] for r in session.execute("SELECT mailKey FROM mailRepositoryKeys WHERE name = ?", (url,))]
+    rows = {}
+    for key in keys:
+        row = session.one("SELECT * FROM mailRepositoryContentV2 WHERE name = ? AND mailKey = ?", (url, key))
+        if row is not None:
+            rows[key] = row
+    return rows
 
 
 @dataclass
