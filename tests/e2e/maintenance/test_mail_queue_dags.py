@@ -47,7 +47,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 # The figures are 5,000 mails in the spool and 2,000 to recover or reprocess; scaled down to keep the
 # three tests within the suite's time budget (see the final report), set MAIL_QUEUE_E2E_SCALE=1 for the full ones.
-SCALE = float(os.environ.get("MAIL_QUEUE_E2E_SCALE", "0.2"))
+SCALE = float(os.environ.get("MAIL_QUEUE_E2E_SCALE", "0.1"))
 SPAM, HAM = int(2000 * SCALE), int(3000 * SCALE)
 LOST = REPROCESSED = int(2000 * SCALE)
 USERS = 20
