@@ -1,10 +1,11 @@
 """A listener that fails on every retry, end to end: dead letter, degraded health, redelivery DAG, healthy.
 
-A mail server (SMTP, spooler, listeners) runs over the maintenance keyspace and the maintenance
-WebAdmin's RabbitMQ virtual host, so WebAdmin's ``EventDeadLettersHealthCheck`` sees its dead
-letters. The current-quota listener's counter update is made to fail on every attempt through
-the fault seam; the event ends in ``event_dead_letters``, stays there over a restart of the
-server, and the ``redeliver_event_dead_letters`` DAG hands it back to the (now healthy) listener.
+A mail server (SMTP, spooler, listeners) runs over the maintenance keyspace, so the maintenance
+WebAdmin's ``EventDeadLettersHealthCheck`` sees its dead letters, and over a RabbitMQ virtual host
+of its own (its groups' queues and bindings never meet the other event-bus DAG tests'). The
+current-quota listener's counter update is made to fail on every attempt through the fault seam;
+the event ends in ``event_dead_letters``, stays there over a restart of the server, and the
+``redeliver_event_dead_letters`` DAG hands it back to the (now healthy) listener.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from mailserver.runtime.settings import ServeSettings
 from tests.e2e.mailflow.conftest import eventually
 from tests.e2e.maintenance.conftest import run_dag
 from tests.support.event_bus_maintenance import rabbitmq_connections
-from tests.support.mailserver_process import WEBADMIN_PASSWORD, mailet_container_for_tests, server_env
+from tests.support.mailserver_process import (
+    WEBADMIN_PASSWORD,
+    IsolatedVhost,
+    mailet_container_for_tests,
+    server_env,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -53,12 +59,14 @@ def quota_usage(session, user: str) -> tuple[int, int]:
 
 
 def test_a_failing_listener_is_dead_lettered_kept_over_a_restart_and_cured_by_the_dag(
-        maintenance_keyspace, maintenance_airflow, maintenance_webadmin, stack, monkeypatch, tmp_path):
+        maintenance_keyspace, maintenance_airflow, maintenance_webadmin, stack, monkeypatch, tmp_path, request):
     session = maintenance_keyspace
-    amqp_url = maintenance_webadmin.env["AMQP_URL"]
+    tag = uuid.uuid4().hex[:8]
+    vhost = IsolatedVhost(stack, f"listener-{tag}").__enter__()
+    request.addfinalizer(lambda: vhost.__exit__(None, None, None))
+    amqp_url = vhost.amqp_url
     for name, value in rabbitmq_connections(stack, amqp_url).items():
         monkeypatch.setenv(name, value)
-    tag = uuid.uuid4().hex[:8]
     env = server_env(stack, amqp_url, session.config.keyspace, f"listener-{tag}",
                      mailet_container_for_tests(tmp_path / "mailetcontainer.yaml"),
                      MAILSERVER_ROLES="smtp,spooler,listeners",
