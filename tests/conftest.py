@@ -77,8 +77,13 @@ def spark_env(stack: Endpoints) -> dict[str, str]:
         "JAVA_HOME": settings.java_home,
         "SPARK_CONNECTOR_JARS": ",".join(str(j) for j in jars),
         "SPARK_LOCAL_DIRS": str(STACK_HOME / "spark-tmp"),
+        # The suite's jobs are small and short-lived: most of a spark-submit is JVM start-up and
+        # class loading, which the C1 compiler and the serial collector shorten (about a quarter
+        # of a job's time here). Production submits keep the JVM defaults.
+        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
     })
-    os.environ.update({k: env[k] for k in ("JAVA_HOME", "SPARK_CONNECTOR_JARS", "SPARK_LOCAL_DIRS")})
+    os.environ.update({k: env[k] for k in ("JAVA_HOME", "SPARK_CONNECTOR_JARS", "SPARK_LOCAL_DIRS",
+                                           "SPARK_SUBMIT_OPTS")})
     (STACK_HOME / "spark-tmp").mkdir(parents=True, exist_ok=True)
     return env
 

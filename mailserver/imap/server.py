@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from mailserver.imap.subscriptions import MemorySubscriptionStore, SubscriptionS
 from mailserver.imap.watcher import MailboxWatcher
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.observability.metrics import Metrics
+from mailserver.runtime.server_thread import AsyncServerThread
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -118,56 +118,7 @@ class ImapServer:
         log.info("IMAP server stopped")
 
 
-class ImapServerThread:
+class ImapServerThread(AsyncServerThread):
     """Run an ``ImapServer`` on its own event loop in a daemon thread."""
 
-    def __init__(self, server: ImapServer) -> None:
-        self.server = server
-        self.loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-
-    @property
-    def port(self) -> int:
-        assert self.server.port is not None
-        return self.server.port
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self.server.start())
-        except BaseException as exc:
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
-
-    def start(self, timeout: float = 10.0) -> ImapServerThread:
-        self._thread = threading.Thread(target=self._run, name="imap-server", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise TimeoutError("IMAP server did not start")
-        if self._error is not None:
-            raise RuntimeError(f"IMAP server failed to start: {self._error}") from self._error
-        return self
-
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout)
-        self._thread = None
-
-    def __enter__(self) -> ImapServerThread:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    kind = "IMAP"

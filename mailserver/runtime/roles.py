@@ -47,8 +47,7 @@ class Role(ABC):
 # Liveness of the components the roles run. They read the components' thread handles, so a
 # rename there fails the lifecycle unit tests rather than silently reporting a dead role alive.
 def smtp_alive(thread: SmtpServerThread) -> bool:
-    handle = thread._thread   # runs the server's event loop until stop()
-    return handle is not None and handle.is_alive()
+    return thread.alive()   # the thread runs the server's event loop until stop()
 
 
 def threads_alive(threads: Sequence[threading.Thread]) -> bool:

@@ -24,7 +24,6 @@ import asyncio
 import functools
 import logging
 import secrets
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -38,6 +37,7 @@ from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.rrt.resolver import RecipientRewriter
+from mailserver.runtime.server_thread import AsyncServerThread
 from mailserver.smtp.backpressure import (
     BackPressure,
     HealthCondition,
@@ -341,53 +341,7 @@ class SmtpServer:
         log.info("SMTP server stopped")
 
 
-class SmtpServerThread:
+class SmtpServerThread(AsyncServerThread):
     """Run an ``SmtpServer`` on its own event loop in a daemon thread."""
 
-    def __init__(self, server: SmtpServer) -> None:
-        self.server = server
-        self.loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-
-    @property
-    def port(self) -> int:
-        assert self.server.port is not None
-        return self.server.port
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self.server.start())
-        except BaseException as exc:
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
-
-    def start(self, timeout: float = 10.0) -> SmtpServerThread:
-        self._thread = threading.Thread(target=self._run, name="smtp-server", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise TimeoutError("SMTP server did not start")
-        if self._error is not None:
-            raise RuntimeError(f"SMTP server failed to start: {self._error}") from self._error
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout)
-        self._thread = None
-
-    def __enter__(self) -> SmtpServerThread:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    kind = "SMTP"
