@@ -1,9 +1,10 @@
 """The mail server itself (``mailserver serve``, every role) over the stack's backends.
 
 Its WebAdmin password is generated on first start and kept in ``.stack/mailserver/`` (mode
-0600); Airflow's ``webadmin_default`` connection reads it from there. The other way round, the
-mail server triggers the maintenance DAGs with the Airflow admin's password, which the stack
-writes into the auth manager's file before either starts (the mail server starts first).
+0600); Airflow's ``webadmin_default`` connection reads it from there. A self-signed certificate
+made there too (``tls/``) lets clients STARTTLS, hence log in. The other way round, the mail
+server triggers the maintenance DAGs with the Airflow admin's password, which the stack writes
+into the auth manager's file before either starts (the mail server starts first).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from .. import processes
 from ..endpoints import Endpoints
+from ..tls import CertificateFiles, ensure_self_signed
 from .base import Service
 
 
@@ -42,6 +44,18 @@ class MailServer(Service):
         if not self.password_file.exists():
             self.password_file.write_text(secrets.token_urlsafe(18) + "\n")
             self.password_file.chmod(0o600)
+        self.certificate()
+
+    def certificate(self) -> CertificateFiles:
+        """The stack's self-signed certificate, so STARTTLS (and with it login) works out of the box."""
+        return ensure_self_signed(self.home / "tls", self.settings.host)
+
+    def tls_env(self) -> dict[str, str]:
+        """Certificate settings, unless the operator gave a certificate of their own."""
+        if os.environ.get("MAILSERVER_SMTP_TLS_CERT") or os.environ.get("MAILSERVER_IMAP_TLS_CERT"):
+            return {}
+        files = self.certificate()
+        return {"MAILSERVER_SMTP_TLS_CERT": str(files.cert), "MAILSERVER_SMTP_TLS_KEY": str(files.key)}
 
     def env(self) -> dict[str, str]:
         s = self.settings
@@ -53,6 +67,7 @@ class MailServer(Service):
             "MAILSERVER_WEBADMIN_HOST": s.host,
             "MAILSERVER_WEBADMIN_PORT": str(s.ports.webadmin),
             "MAILSERVER_WEBADMIN_PASSWORD": self.webadmin_password() or "",
+            **self.tls_env(),
             **self.airflow_env(),
         })
         return env

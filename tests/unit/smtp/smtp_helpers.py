@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import socket
 import ssl
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
+from include.stack.tls import ensure_self_signed
 from mailserver.domains.memory import MemoryDomainList
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import Mail
@@ -48,19 +43,9 @@ def drain(queue: MemoryMailQueue) -> list[Mail]:
 
 
 def self_signed(tmp: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
+    """The certificate the stack gives its mail server (localhost), so TLS tests exercise that one."""
+    files = ensure_self_signed(tmp, "localhost")
+    return files.cert, files.key
 
 
 def insecure_client_context() -> ssl.SSLContext:
