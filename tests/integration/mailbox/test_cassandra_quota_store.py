@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mailserver.mailbox.cassandra_quota import CassandraQuotaStore
-from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot
 from mailserver.model.address import Username
+from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot
 from tests.contract.quota_store_contract import QuotaStoreContract
 
 pytestmark = pytest.mark.integration
