@@ -27,7 +27,8 @@ class CurrentQuotaUpdater(EventListener):
 
     After each update it publishes a ``QuotaUsageUpdatedEvent`` with the root's usage, effective
     limits (user, else domain, else global) and the limit each scope defines, as James does
-    (quota-ratio indexing and threshold mailing consume it). Counting is not idempotent, so with ``processed`` an event delivered again after a crash is counted once.
+    (quota-ratio indexing and threshold mailing consume it). Counting is not idempotent, so with
+    ``processed`` an event delivered again after a crash is counted once.
     """
 
     group = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
