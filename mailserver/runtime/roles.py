@@ -100,10 +100,9 @@ class ImapRole(Role):
 
     def __init__(self, settings: ServeSettings, backends: Backends) -> None:
         from mailserver.imap import ImapServer, ImapServerThread
-        from mailserver.imap.subscriptions import CassandraSubscriptionStore
 
         server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
-                            subscriptions=CassandraSubscriptionStore(backends.session),
+                            subscriptions=backends.subscriptions,
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
         self.thread = ImapServerThread(server)
 
@@ -243,7 +242,8 @@ class WebAdminRole(Role):
                                   required_groups=backends.required_groups,
                                   registered_groups=registered_groups_from_env(env, backends.bus.amqp_url,
                                                                                backends.bus.names),
-                                  topology=backends.bus.topology)
+                                  topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
+                                  subscriptions=backends.subscriptions)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))
