@@ -100,9 +100,10 @@ class ImapRole(Role):
 
     def __init__(self, settings: ServeSettings, backends: Backends) -> None:
         from mailserver.imap import ImapServer, ImapServerThread
+        from mailserver.imap.subscriptions import CassandraSubscriptionStore
 
         server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
-                            subscriptions=backends.subscriptions,
+                            subscriptions=CassandraSubscriptionStore(backends.session),
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
         self.thread = ImapServerThread(server)
 
