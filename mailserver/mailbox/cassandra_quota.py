@@ -1,11 +1,15 @@
-"""Quota on the mutualised tables ``quotaCurrentValue`` (counters) and ``quotaLimit``."""
+"""Quota on the mutualised tables ``quotaCurrentValue`` (counters) and ``quotaLimit``.
+
+Limits are written as James's ``CassandraPerUserMaxQuotaManagerV2`` writes them: one row per
+(scope, identifier, component, type), ``-1`` for unlimited, no row for "not set". A value below
+-1 (never written by us) reads as 0, as James's ``QuotaCodec`` reads it.
+"""
 
 from __future__ import annotations
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.store import QuotaStore
-from mailserver.model.address import Domain
-from mailserver.model.quota import QuotaComponent, QuotaLimits, QuotaRoot, QuotaScope, QuotaType, QuotaUsage
+from mailserver.model.quota import UNLIMITED, LimitKey, QuotaComponent, QuotaLimits, QuotaRoot, QuotaType, QuotaUsage
 
 COMPONENT = QuotaComponent.MAILBOX.value
 
@@ -27,36 +31,20 @@ class CassandraQuotaStore(QuotaStore):
                                "WHERE identifier = ? AND quotaComponent = ? AND quotaType = ?",
                                (value, root.as_string(), COMPONENT, quota_type.value))
 
-    def _limits(self, scope: QuotaScope, identifier: str) -> QuotaLimits:
+    def defined_limits(self, key: LimitKey) -> QuotaLimits:
         rows = self.s.execute("SELECT quotaType, quotaLimit FROM quotaLimit WHERE quotaScope = ? AND identifier = ? "
-                              "AND quotaComponent = ?", (scope.value, identifier, COMPONENT))
-        values = {r["quotatype"]: r["quotalimit"] for r in rows}
+                              "AND quotaComponent = ?", (key.scope.value, key.identifier, COMPONENT))
+        values = {r["quotatype"]: _decode(r["quotalimit"]) for r in rows}
         return QuotaLimits(values.get(QuotaType.COUNT.value), values.get(QuotaType.SIZE.value))
 
-    def limits(self, root: QuotaRoot) -> QuotaLimits:
-        user = self._limits(QuotaScope.USER, root.value)
-        domain = self._limits(QuotaScope.DOMAIN, str(root.domain)) if root.domain else QuotaLimits()
-        glob = self._limits(QuotaScope.GLOBAL, "global")
+    def _store_limit(self, key: LimitKey, quota_type: QuotaType, value: int | None) -> None:
+        if value is None:   # no row = not set at this scope (a null row reads the same, but is noise)
+            self.s.execute("DELETE FROM quotaLimit WHERE quotaScope = ? AND identifier = ? AND quotaComponent = ? "
+                           "AND quotaType = ?", (key.scope.value, key.identifier, COMPONENT, quota_type.value))
+            return
+        self.s.execute("INSERT INTO quotaLimit (quotaScope, identifier, quotaComponent, quotaType, quotaLimit) "
+                       "VALUES (?, ?, ?, ?, ?)", (key.scope.value, key.identifier, COMPONENT, quota_type.value, value))
 
-        def pick(*values: int | None) -> int | None:
-            return next((v for v in values if v is not None), None)
 
-        return QuotaLimits(pick(user.count, domain.count, glob.count), pick(user.size, domain.size, glob.size))
-
-    def _set(self, scope: QuotaScope, identifier: str, limits: QuotaLimits) -> None:
-        for quota_type, value in ((QuotaType.COUNT, limits.count), (QuotaType.SIZE, limits.size)):
-            if value is None:  # no row = no limit at this scope (a null row would read the same, but is noise)
-                self.s.execute("DELETE FROM quotaLimit WHERE quotaScope = ? AND identifier = ? AND quotaComponent = ? "
-                               "AND quotaType = ?", (scope.value, identifier, COMPONENT, quota_type.value))
-                continue
-            self.s.execute("INSERT INTO quotaLimit (quotaScope, identifier, quotaComponent, quotaType, quotaLimit) "
-                           "VALUES (?, ?, ?, ?, ?)", (scope.value, identifier, COMPONENT, quota_type.value, value))
-
-    def set_user_limits(self, root: QuotaRoot, limits: QuotaLimits) -> None:
-        self._set(QuotaScope.USER, root.value, limits)
-
-    def set_domain_limits(self, domain: Domain, limits: QuotaLimits) -> None:
-        self._set(QuotaScope.DOMAIN, str(domain), limits)
-
-    def set_global_limits(self, limits: QuotaLimits) -> None:
-        self._set(QuotaScope.GLOBAL, "global", limits)
+def _decode(value: int | None) -> int | None:
+    return 0 if value is not None and value < UNLIMITED else value

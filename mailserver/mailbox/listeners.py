@@ -17,7 +17,7 @@ from mailserver.events.processed import ProcessedEvents
 from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
 from mailserver.mailbox.store import FastViewStore, MessageStore, QuotaStore
 from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent, QuotaUsageUpdatedEvent
-from mailserver.model.quota import QuotaRoot, QuotaUsage
+from mailserver.model.quota import QuotaRoot, QuotaUsage, effective_limits
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,10 @@ log = logging.getLogger(__name__)
 class CurrentQuotaUpdater(EventListener):
     """ListeningCurrentQuotaUpdater: +/- count and size on Added, Expunged and MailboxDeletion.
 
-    After each update it publishes a ``QuotaUsageUpdatedEvent`` with the root's usage and effective
-    limits, as James does (quota-ratio indexing and threshold mailing consume it). Counting is not
-    idempotent, so with ``processed`` an event delivered again after a crash is counted once.
+    After each update it publishes a ``QuotaUsageUpdatedEvent`` with the root's usage, effective
+    limits (user, else domain, else global) and the limit each scope defines, as James does
+    (quota-ratio indexing and threshold mailing consume it). Counting is not idempotent, so with
+    ``processed`` an event delivered again after a crash is counted once.
     """
 
     group = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
@@ -56,8 +57,11 @@ class CurrentQuotaUpdater(EventListener):
             if self.processed is not None:
                 self.processed.mark_applied(self.group, event.event_id)
         if self.publish is not None:
-            self.publish(QuotaUsageUpdatedEvent(user=event.user, quota_root=root, usage=self.quota.current(root),
-                                                limits=self.quota.limits(root)))
+            by_scope = self.quota.limits_by_scope(root)
+            self.publish(QuotaUsageUpdatedEvent(
+                user=event.user, quota_root=root, usage=self.quota.current(root), limits=effective_limits(by_scope),
+                count_limits={s: v.count for s, v in by_scope.items() if v.count is not None},
+                size_limits={s: v.size for s, v in by_scope.items() if v.size is not None}))
 
 
 class FastViewProjectionListener(EventListener):

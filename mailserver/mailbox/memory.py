@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 from mailserver.mailbox.errors import MailboxExists
 from mailserver.mailbox.store import FastViewStore, MailboxCounters, MailboxStore, MessageStore, QuotaStore
-from mailserver.model.address import Domain, Username
+from mailserver.model.address import Username
 from mailserver.model.flags import SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
 from mailserver.model.mailbox import Mailbox, MailboxPath
 from mailserver.model.message import MessageContent, MessageMetadata
-from mailserver.model.quota import QuotaLimits, QuotaRoot, QuotaUsage
+from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot, QuotaType, QuotaUsage
 
 
 class MemoryMailboxStore(MailboxStore):
@@ -134,9 +134,7 @@ class MemoryMessageStore(MessageStore):
 class MemoryQuotaStore(QuotaStore):
     def __init__(self) -> None:
         self._current: dict[QuotaRoot, QuotaUsage] = {}
-        self._user_limits: dict[QuotaRoot, QuotaLimits] = {}
-        self._domain_limits: dict[Domain, QuotaLimits] = {}
-        self._global = QuotaLimits()
+        self._limits: dict[tuple[LimitKey, QuotaType], int] = {}
         self._lock = threading.Lock()
 
     def current(self, root: QuotaRoot) -> QuotaUsage:
@@ -146,21 +144,15 @@ class MemoryQuotaStore(QuotaStore):
         with self._lock:
             self._current[root] = self.current(root) + delta
 
-    def limits(self, root: QuotaRoot) -> QuotaLimits:
-        scopes = [self._user_limits.get(root, QuotaLimits()),
-                  self._domain_limits.get(root.domain, QuotaLimits()) if root.domain else QuotaLimits(),
-                  self._global]
-        return QuotaLimits(next((s.count for s in scopes if s.count is not None), None),
-                           next((s.size for s in scopes if s.size is not None), None))
+    def defined_limits(self, key: LimitKey) -> QuotaLimits:
+        return QuotaLimits(self._limits.get((key, QuotaType.COUNT)), self._limits.get((key, QuotaType.SIZE)))
 
-    def set_domain_limits(self, domain: Domain, limits: QuotaLimits) -> None:
-        self._domain_limits[domain] = limits
-
-    def set_user_limits(self, root: QuotaRoot, limits: QuotaLimits) -> None:
-        self._user_limits[root] = limits
-
-    def set_global_limits(self, limits: QuotaLimits) -> None:
-        self._global = limits
+    def _store_limit(self, key: LimitKey, quota_type: QuotaType, value: int | None) -> None:
+        with self._lock:
+            if value is None:
+                self._limits.pop((key, quota_type), None)
+            else:
+                self._limits[(key, quota_type)] = value
 
 
 class MemoryFastViewStore(FastViewStore):

@@ -15,7 +15,16 @@ from mailserver.model.address import Domain, Username
 from mailserver.model.ids import MailboxId, MessageId
 from mailserver.model.mailbox import Mailbox, MailboxPath
 from mailserver.model.message import MessageContent, MessageMetadata
-from mailserver.model.quota import QuotaLimits, QuotaRoot, QuotaUsage
+from mailserver.model.quota import (
+    UNLIMITED,
+    LimitKey,
+    QuotaLimits,
+    QuotaRoot,
+    QuotaScope,
+    QuotaType,
+    QuotaUsage,
+    effective_limits,
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,12 @@ class MessageStore(ABC):
 
 
 class QuotaStore(ABC):
-    """quotaCurrentValue (counters) and quotaLimit (global / domain / user)."""
+    """quotaCurrentValue (counters) and quotaLimit (global / domain / user).
+
+    Limit values are James's: a row's absence means "not set at this scope", ``-1`` means
+    unlimited, any other value is the limit. The effective limit of a root is, per type, the
+    first one set in user, domain, global order (``effective_limits``).
+    """
 
     @abstractmethod
     def current(self, root: QuotaRoot) -> QuotaUsage: ...
@@ -118,17 +132,41 @@ class QuotaStore(ABC):
     def increase(self, root: QuotaRoot, delta: QuotaUsage) -> None: ...
 
     @abstractmethod
+    def defined_limits(self, key: LimitKey) -> QuotaLimits:
+        """The limits set at exactly this scope (None: not set there; -1: unlimited)."""
+
+    @abstractmethod
+    def _store_limit(self, key: LimitKey, quota_type: QuotaType, value: int | None) -> None:
+        """Write one limit row (``value`` already checked); None removes it."""
+
+    def set_limit(self, key: LimitKey, quota_type: QuotaType, value: int | None) -> None:
+        """Set (``value`` >= -1, -1 = unlimited) or remove (None) one limit at one scope."""
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < UNLIMITED):
+            raise ValueError(f"a quota limit is an integer greater or equal to -1, not {value!r}")
+        self._store_limit(key, QuotaType(quota_type), value)
+
+    def set_limits(self, key: LimitKey, limits: QuotaLimits) -> None:
+        """Both types at once, as James's PUT of ``{"count", "size"}`` (None removes that type)."""
+        self.set_limit(key, QuotaType.COUNT, limits.count)
+        self.set_limit(key, QuotaType.SIZE, limits.size)
+
+    def limits_by_scope(self, root: QuotaRoot) -> dict[QuotaScope, QuotaLimits]:
+        """What each scope of ``root`` defines: user, its domain (when it has one), global."""
+        keys = [LimitKey.user(root), *([LimitKey.domain(root.domain)] if root.domain else []), LimitKey.global_()]
+        return {key.scope: self.defined_limits(key) for key in keys}
+
     def limits(self, root: QuotaRoot) -> QuotaLimits:
         """The effective limits: user scope, else domain, else global (per type)."""
+        return effective_limits(self.limits_by_scope(root))
 
-    @abstractmethod
-    def set_user_limits(self, root: QuotaRoot, limits: QuotaLimits) -> None: ...
+    def set_user_limits(self, root: QuotaRoot, limits: QuotaLimits) -> None:
+        self.set_limits(LimitKey.user(root), limits)
 
-    @abstractmethod
-    def set_domain_limits(self, domain: Domain, limits: QuotaLimits) -> None: ...
+    def set_domain_limits(self, domain: Domain, limits: QuotaLimits) -> None:
+        self.set_limits(LimitKey.domain(domain), limits)
 
-    @abstractmethod
-    def set_global_limits(self, limits: QuotaLimits) -> None: ...
+    def set_global_limits(self, limits: QuotaLimits) -> None:
+        self.set_limits(LimitKey.global_(), limits)
 
 
 class FastViewStore(ABC):

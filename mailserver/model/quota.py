@@ -65,6 +65,33 @@ class QuotaRoot:
         return f"{self.value}@{self.domain}" if self.domain else self.value
 
 
+GLOBAL_IDENTIFIER = "global"   # the ``identifier`` of global rows in ``quotaLimit``
+
+
+@dataclass(frozen=True, order=True)
+class LimitKey:
+    """Where a limit is defined: James's ``(quotaScope, identifier)`` partition of ``quotaLimit``.
+
+    User limits are keyed by ``QuotaRoot.getValue()`` (``#private&bob@example.com``), domain limits
+    by the domain, the global ones by ``global``.
+    """
+
+    scope: QuotaScope
+    identifier: str
+
+    @classmethod
+    def user(cls, root: QuotaRoot) -> LimitKey:
+        return cls(QuotaScope.USER, root.value)
+
+    @classmethod
+    def domain(cls, domain: Domain) -> LimitKey:
+        return cls(QuotaScope.DOMAIN, str(domain))
+
+    @classmethod
+    def global_(cls) -> LimitKey:
+        return cls(QuotaScope.GLOBAL, GLOBAL_IDENTIFIER)
+
+
 @dataclass(frozen=True)
 class QuotaUsage:
     count: int
@@ -95,3 +122,17 @@ class QuotaLimits:
     @property
     def unlimited(self) -> bool:
         return all(v is None or v < 0 for v in (self.count, self.size))
+
+
+UNLIMITED = -1   # what James stores and answers for "no limit" (null means "not set at this scope")
+PRECEDENCE = (QuotaScope.USER, QuotaScope.DOMAIN, QuotaScope.GLOBAL)
+
+
+def effective_limits(by_scope: dict[QuotaScope, QuotaLimits]) -> QuotaLimits:
+    """Per type, the first limit defined in user, domain, global order (James's MaxQuotaManager).
+
+    A user-level ``-1`` therefore lifts a domain or global limit, as in James.
+    """
+    scopes = [by_scope[s] for s in PRECEDENCE if s in by_scope]
+    return QuotaLimits(next((s.count for s in scopes if s.count is not None), None),
+                       next((s.size for s in scopes if s.size is not None), None))

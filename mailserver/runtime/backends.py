@@ -6,7 +6,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
@@ -30,6 +30,9 @@ from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings
 from mailserver.search.api import SearchIndex
 from mailserver.users.api import UsersRepository
+
+if TYPE_CHECKING:
+    from mailserver.imap.subscriptions import SubscriptionStore
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,13 @@ class Backends:
     mail_path_checks: list[HealthCheck]
     other_checks: list[HealthCheck]
     search: SearchIndex | None = None   # the OpenSearch mailbox index when OPENSEARCH_URL is set
+
+    @property
+    def subscriptions(self) -> SubscriptionStore:
+        """IMAP subscriptions (the ``subscription`` table): stateless, so one per caller is fine."""
+        from mailserver.imap.subscriptions import CassandraSubscriptionStore
+
+        return CassandraSubscriptionStore(self.session)
 
     @property
     def health_checks(self) -> list[HealthCheck]:

@@ -242,7 +242,8 @@ class WebAdminRole(Role):
                                   required_groups=backends.required_groups,
                                   registered_groups=registered_groups_from_env(env, backends.bus.amqp_url,
                                                                                backends.bus.names),
-                                  topology=backends.bus.topology)
+                                  topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
+                                  subscriptions=backends.subscriptions)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))

@@ -111,7 +111,8 @@ class Server:
                                   registered_groups_from_env(self.env, bus.amqp_url, bus.names), bus.topology)
         tasks = cassandra_services(backends.session, task_settings, queues=backends.queues,
                                    repositories=backends.repositories, metrics=backends.metrics,
-                                   dag_runs=dag_runs, polling=polling, event_bus=event_bus)
+                                   dag_runs=dag_runs, polling=polling, event_bus=event_bus,
+                                   mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions)
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
             "tasks": lambda: TasksRole(tasks),

@@ -33,6 +33,8 @@ from mailserver.tasks.store import TaskStore
 
 if TYPE_CHECKING:
     from mailserver.airflow.api import DagRuns
+    from mailserver.imap.subscriptions import SubscriptionStore
+    from mailserver.mailbox.manager import MailboxManager
     from mailserver.tasks.builtin.dag_run import Polling
 
 
@@ -67,11 +69,12 @@ class TaskServices:
 def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory | None = None,
           repositories: MailRepositoryStore | None = None, schema_versions: SchemaVersions | None = None,
           metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
-          polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskServices:
+          polling: Polling | None = None, event_bus: EventBusParts | None = None,
+          mailboxes: MailboxManager | None = None, subscriptions: SubscriptionStore | None = None) -> TaskServices:
     """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
                                 schema_versions=schema_versions, dag_runs=dag_runs, polling=polling,
-                                event_bus=event_bus)
+                                event_bus=event_bus, mailboxes=mailboxes, subscriptions=subscriptions)
     tasks_cleanup.register(registry, store)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
@@ -84,8 +87,11 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
 def cassandra_services(session: CassandraSession, settings: TaskSettings | None = None, *,
                        queues: MailQueueFactory | None = None, repositories: MailRepositoryStore | None = None,
                        metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
-                       polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskServices:
+                       polling: Polling | None = None, event_bus: EventBusParts | None = None,
+                       mailboxes: MailboxManager | None = None,
+                       subscriptions: SubscriptionStore | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
     return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
                  repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
-                 dag_runs=dag_runs, polling=polling, event_bus=event_bus)
+                 dag_runs=dag_runs, polling=polling, event_bus=event_bus, mailboxes=mailboxes,
+                 subscriptions=subscriptions)

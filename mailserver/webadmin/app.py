@@ -34,7 +34,9 @@ from mailserver.webadmin.routes import (
     maintenance,
     mappings,
     procedures,
+    quotas,
     tasks,
+    user_mailboxes,
     users,
 )
 
@@ -72,8 +74,12 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(mail_repositories.router(ctx.repositories, ctx.tasks, ctx.queues, ctx.contents))
     if ctx.schema_versions is not None:
         app.include_router(cassandra_version.router(ctx.schema_versions, ctx.tasks, ctx.dag_runs))
+    if ctx.mailboxes is not None:
+        app.include_router(user_mailboxes.router(ctx.mailboxes, ctx.users, ctx.tasks))
+        app.include_router(quotas.router(ctx.mailboxes.quota, ctx.users, ctx.domains))
     if ctx.tasks is not None:   # the maintenance procedures: DAG runs (503 while Airflow is not configured)
-        app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users))
+        subscribe_all = procedures.subscribe_all_task(ctx.mailboxes, ctx.subscriptions)
+        app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users, subscribe_all))
     # The event bus: always served, 503 where this context lacks a part (as the procedures without Airflow).
     app.include_router(event_dead_letters.router(ctx.dead_letters, ctx.bus, ctx.tasks))
     app.include_router(event_bus_groups.router(ctx.required_groups, ctx.registered_groups, ctx.topology, ctx.tasks))

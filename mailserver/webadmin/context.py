@@ -21,6 +21,8 @@ if TYPE_CHECKING:   # type hints only: the context stays importable without the 
     from mailserver.events.registered_groups import RegisteredGroups
     from mailserver.events.required_groups import RequiredGroups
     from mailserver.events.topology import BusTopology
+    from mailserver.imap.subscriptions import SubscriptionStore
+    from mailserver.mailbox.manager import MailboxManager
     from mailserver.queue.api import MailQueueFactory
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore
@@ -54,6 +56,9 @@ class WebAdminContext:
     required_groups: RequiredGroups | None = None       # /events/groups: what the nodes run
     registered_groups: RegisteredGroups | None = None   # /events/groups: what RabbitMQ has (management API)
     topology: BusTopology | None = None                 # the groups reset binds and unbinds through it
+    # The mailboxes: /users/{u}/mailboxes and /quota (limits in its quota store); not served without it.
+    mailboxes: MailboxManager | None = None
+    subscriptions: SubscriptionStore | None = None      # ?task=subscribeAll on /users/{u}/mailboxes
 
     def __post_init__(self) -> None:
         if self.guard is None:

@@ -212,8 +212,22 @@ class MailboxContract:
         assert all(e.limits == QuotaLimits(count=10, size=10_000) for e in updates)
         as_json = updates[-1].to_json()["QuotaUsageUpdatedEvent"]
         assert as_json["quotaRoot"] == f"#private&{user}" and "sessionId" not in as_json
-        assert as_json["countQuota"] == {"used": 1, "limit": 10, "limits": {}}  # per-scope limits: not known yet
-        assert as_json["sizeQuota"] == {"used": len(message(2)), "limit": 10_000, "limits": {}}
+        assert as_json["countQuota"] == {"used": 1, "limit": 10, "limits": {"User": 10}}
+        assert as_json["sizeQuota"] == {"used": len(message(2)), "limit": 10_000, "limits": {"User": 10_000}}
+
+    def test_enforcement_and_events_use_the_user_limit_before_the_domain_limit(self, ctx, recorder):
+        user = Username.of(f"u@d{uuid.uuid4().hex[:10]}.test")   # a domain of its own: its limits are ours
+        inbox = MailboxPath.inbox(user)
+        ctx.manager.create_mailbox(inbox)
+        ctx.quota.set_domain_limits(user.domain, QuotaLimits(count=1))
+        ctx.manager.append(inbox, message(1))
+        with pytest.raises(OverQuota, match="count"):
+            ctx.manager.append(inbox, message(2))
+        ctx.quota.set_user_limits(QuotaRoot.for_user(user), QuotaLimits(count=-1))   # unlimited lifts the domain's
+        ctx.manager.append(inbox, message(2))
+        last = [e for e in recorder.of_type(QuotaUsageUpdatedEvent) if e.user == user][-1]
+        assert last.usage.count == 2 and last.limits.count is None
+        assert last.to_json()["QuotaUsageUpdatedEvent"]["countQuota"]["limits"] == {"User": None, "Domain": 1}
 
     def test_fast_view_detects_attachments(self, ctx, inbox):
         result = ctx.manager.append(inbox, WITH_ATTACHMENT)

@@ -70,3 +70,20 @@ def selector(raw: str | None, name: str, supported: list[str]) -> str:
     if raw not in supported:
         raise bad_request(f"Invalid value supplied for query parameter '{name}': {raw}. {values}")
     return raw
+
+
+_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)")
+
+
+def positive_double(raw: str | None, name: str) -> float | None:
+    """James's ``extractPositiveDouble`` (``Double.valueOf``): absent or empty -> None; not a number or
+    negative -> 400."""
+    if raw is None or raw == "":
+        return None
+    text = raw.strip()
+    if not _DOUBLE.fullmatch(text):
+        raise WebAdminError(400, f"Can not parse {name}", f'For input string: "{raw}"')
+    value = float(text.rstrip("fFdD").replace("Infinity", "inf"))
+    if value < 0:
+        raise WebAdminError(400, f"{name} can not be negative")
+    return value

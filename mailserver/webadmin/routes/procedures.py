@@ -8,17 +8,22 @@ then answered ``503`` (``ServerError``): the procedures exist only as DAGs.
 
 The fast-view recompute is served on ``/mailboxes`` and ``/users/{u}/mailboxes`` (James's code)
 and on ``/messages`` and ``/users/{u}/messages`` (the variant James's distributed docs show).
+``POST /users/{u}/mailboxes`` also takes James's ``subscribeAll``, an in-process task (not a DAG),
+offered when the node has the mailboxes and the subscriptions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from mailserver.airflow import procedures as p
 from mailserver.airflow.api import DagRuns
+from mailserver.model.address import Username
+from mailserver.tasks.api import Task
 from mailserver.tasks.builtin.dag_run import DagRunTask
 from mailserver.tasks.manager import TaskManager
 from mailserver.users.api import UsersRepository
@@ -27,6 +32,10 @@ from mailserver.webadmin.routes import params
 from mailserver.webadmin.routes.tasks import submitted
 from mailserver.webadmin.routes.users import parse_username
 
+if TYPE_CHECKING:
+    from mailserver.imap.subscriptions import SubscriptionStore
+    from mailserver.mailbox.manager import MailboxManager
+
 SAFETY_HEADER = "I-KNOW-WHAT-I-M-DOING"
 SAFETY_VALUE = "ALL-SERVICES-ARE-OFFLINE"
 SAFETY_DETAILS = (f"Due to concurrency risks, a `{SAFETY_HEADER}` header should be positioned to `{SAFETY_VALUE}` "
@@ -34,6 +43,7 @@ SAFETY_DETAILS = (f"Due to concurrency risks, a `{SAFETY_HEADER}` header should 
 FAST_VIEW = "recomputeFastViewProjectionItems"
 REINDEX = "reIndex"
 RETRY_FAILED = "reIndexFailedMessagesOf"
+SUBSCRIBE_ALL = "subscribeAll"
 
 # Selector value -> procedure, per route (values are case-sensitive, as James's).
 MAILBOXES_TASKS = {"SolveInconsistencies": p.SOLVE_MAILBOX_INCONSISTENCIES,
@@ -87,7 +97,18 @@ class ProcedureSubmitter:
         return submitted(await run_in_threadpool(self.tasks.submit, task))
 
 
-def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository) -> APIRouter:
+def subscribe_all_task(mailboxes: MailboxManager | None,
+                       subscriptions: SubscriptionStore | None) -> Callable[[Username], Task] | None:
+    """James's ``SubscribeAllTask`` for a user, when this node has what it needs."""
+    if mailboxes is None or subscriptions is None:
+        return None
+    from mailserver.tasks.builtin.user_mailboxes import SubscribeAllTask
+
+    return lambda user: SubscribeAllTask(mailboxes, subscriptions, user)
+
+
+def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
+           subscribe_all: Callable[[Username], Task] | None = None) -> APIRouter:
     api = APIRouter(tags=["maintenance procedures (Airflow)"])
     submitter = ProcedureSubmitter(tasks, dag_runs)
 
@@ -135,10 +156,18 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository)
         return await selected(request, "task", MESSAGES_TASKS)
 
     @api.post("/users/{username}/mailboxes", status_code=201,
-              summary="Task: ?task=recomputeFastViewProjectionItems for one user (messagesPerSecond, dryRun); "
-                      "404 unknown user. Runs as an Airflow DAG")
+              summary="Task: ?task=recomputeFastViewProjectionItems for one user (messagesPerSecond, dryRun) or "
+                      "reIndex (Airflow DAG runs); ?task=subscribeAll (SubscribeAllTask); 404 unknown user")
     async def user_mailboxes(username: str, request: Request) -> Response:
-        return await selected(request, "task", USER_TASKS, lambda: existing_user(username))
+        if subscribe_all is None:
+            return await selected(request, "task", USER_TASKS, lambda: existing_user(username))
+        supported = [*USER_TASKS, SUBSCRIBE_ALL]
+        if params.selector(request.query_params.get("task"), "task", supported) != SUBSCRIBE_ALL:
+            return await selected(request, "task", USER_TASKS, lambda: existing_user(username))
+        user = parse_username(username)
+        if not await run_in_threadpool(users.contains, user):
+            raise not_found(f"User '{user}' does not exist")
+        return submitted(await run_in_threadpool(tasks.submit, subscribe_all(user)))
 
     @api.post("/users/{username}/messages", status_code=201,
               summary="Task: ?task=recomputeFastViewProjectionItems for one user (docs' path). Runs as an Airflow DAG")

@@ -26,3 +26,19 @@ def test_build_registers_what_the_node_can_run():
     assert {"clear-mail-repository", "reprocessing-all", "reprocessing-one"} <= set(both.registry.types())
     assert both.manager.node == both.worker.node == "n"
     assert both.worker.running_ids() == set()
+
+
+def test_a_node_with_the_mailboxes_runs_the_mailbox_tasks():
+    from mailserver.blob.memory import MemoryBlobStore
+    from mailserver.imap.subscriptions import MemorySubscriptionStore
+    from mailserver.mailbox.wiring import memory_context
+
+    manager = memory_context(MemoryBlobStore()).manager
+    without_subscriptions = build(MemoryTaskStore(), TaskSettings("n"), mailboxes=manager)
+    assert "ClearMailboxContentTask" in without_subscriptions.registry.types()
+    assert "SubscribeAllTask" not in without_subscriptions.registry.types()
+    both = build(MemoryTaskStore(), TaskSettings("n"), mailboxes=manager, subscriptions=MemorySubscriptionStore())
+    rebuilt = both.registry.create("ClearMailboxContentTask", {"username": "bob@d.test", "mailboxName": "INBOX"})
+    assert rebuilt.parameters() == {"username": "bob@d.test", "mailboxName": "INBOX"}
+    assert both.registry.create("SubscribeAllTask", {"username": "bob@d.test"}).parameters() == {
+        "username": "bob@d.test"}

@@ -26,6 +26,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
+from mailserver.blob.memory import MemoryBlobStore
+from mailserver.imap.subscriptions import MemorySubscriptionStore
+from mailserver.mailbox.wiring import memory_context
 from mailserver.queue.memory import MemoryMailQueueFactory
 from mailserver.repository.memory import MemoryMailRepositoryStore
 from mailserver.tasks.builtin.migration import SchemaVersions
@@ -58,6 +61,7 @@ def full_app(auth: AuthConfig | None = None):
     """The app with every optional part, so that every route is published (no worker: nothing runs)."""
     ctx = make_context(auth, queues=MemoryMailQueueFactory(), repositories=MemoryMailRepositoryStore(),
                        tasks=TaskManager(MemoryTaskStore(), "auth-node"),
+                       mailboxes=memory_context(MemoryBlobStore()).manager, subscriptions=MemorySubscriptionStore(),
                        schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14))   # type: ignore[arg-type]
     return create_app(ctx)
 
