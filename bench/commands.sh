@@ -23,7 +23,7 @@ timed run-warm "$WORK/run" make run
 (cd "$WORK/run" && make stop >/dev/null)
 # `make stop` stops everything it started: no process of the clone, no stack port listening.
 left=$(pgrep -af "$WORK/run" | grep -v pgrep || true)
-ports=$(ss -Hltn | awk '{print $4}' | grep -E ':(9042|7000|7199|9200|9000|5672|15672|25672|4369|5432|8080|2525|8000)$' || true)
+ports=$(ss -Hltn | awk '{print $4}' | grep -E ':(9042|7000|7199|9200|9000|5672|15672|25672|4369|5432|8080|2525|8000|1143)$' || true)
 if [ -n "$left$ports" ]; then echo "make stop left behind: $left $ports"; exit 1; fi
 echo "make stop: no process or port left"
 rm -rf "$UV_CACHE_DIR" "$WORK/m2"

@@ -77,7 +77,8 @@ def urls(manager: StackManager) -> str:
     assert isinstance(mail, MailServer)
     if mail.pids():
         lines += [
-            f"  Mail server SMTP     smtp://{s.host}:{s.ports.smtp}",
+            f"  Mail server SMTP     smtp://{s.host}:{s.ports.smtp}   STARTTLS certificate {mail.certificate().cert}",
+            f"  Mail server IMAP     imap://{s.host}:{s.ports.imap}   STARTTLS, then log in as a user",
             f"  Mail server WebAdmin {mail.webadmin_url}   header Password: {mail.webadmin_password()}",
         ]
     if airflow.pids():

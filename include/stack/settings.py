@@ -42,6 +42,7 @@ class Ports:
     airflow: int = field(default_factory=lambda: _env_int("STACK_AIRFLOW_PORT", 8080))
     smtp: int = field(default_factory=lambda: _env_int("STACK_SMTP_PORT", 2525))
     webadmin: int = field(default_factory=lambda: _env_int("STACK_WEBADMIN_PORT", 8000))
+    imap: int = field(default_factory=lambda: _env_int("STACK_IMAP_PORT", 1143))
 
 
 @dataclass(frozen=True)

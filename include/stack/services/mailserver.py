@@ -66,6 +66,8 @@ class MailServer(Service):
             "MAILSERVER_SMTP_PORT": str(s.ports.smtp),
             "MAILSERVER_WEBADMIN_HOST": s.host,
             "MAILSERVER_WEBADMIN_PORT": str(s.ports.webadmin),
+            "MAILSERVER_IMAP_HOST": s.host,
+            "MAILSERVER_IMAP_PORT": str(s.ports.imap),
             "MAILSERVER_WEBADMIN_PASSWORD": self.webadmin_password() or "",
             **self.tls_env(),
             **self.airflow_env(),
