@@ -34,6 +34,7 @@ from mailserver.tasks.store import TaskStore
 if TYPE_CHECKING:
     from mailserver.airflow.api import DagRuns
     from mailserver.tasks.builtin.dag_run import Polling
+    from mailserver.tasks.builtin.vault import VaultParts
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,12 @@ class TaskServices:
 def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory | None = None,
           repositories: MailRepositoryStore | None = None, schema_versions: SchemaVersions | None = None,
           metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
-          polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskServices:
+          polling: Polling | None = None, event_bus: EventBusParts | None = None,
+          vault: VaultParts | None = None) -> TaskServices:
     """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
                                 schema_versions=schema_versions, dag_runs=dag_runs, polling=polling,
-                                event_bus=event_bus)
+                                event_bus=event_bus, vault=vault)
     tasks_cleanup.register(registry, store)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
@@ -84,8 +86,9 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
 def cassandra_services(session: CassandraSession, settings: TaskSettings | None = None, *,
                        queues: MailQueueFactory | None = None, repositories: MailRepositoryStore | None = None,
                        metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
-                       polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskServices:
+                       polling: Polling | None = None, event_bus: EventBusParts | None = None,
+                       vault: VaultParts | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
     return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
                  repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
-                 dag_runs=dag_runs, polling=polling, event_bus=event_bus)
+                 dag_runs=dag_runs, polling=polling, event_bus=event_bus, vault=vault)

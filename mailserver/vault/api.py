@@ -85,8 +85,16 @@ class DeletedMessageVault(ABC):
     def expired_buckets(self, beginning_of_retention: datetime) -> list[str]: ...
 
     @abstractmethod
+    def delete_expired_bucket(self, bucket: str) -> None:
+        """Delete one month: its content, then its metadata (idempotent: a stopped run is finished)."""
+
     def delete_expired(self, beginning_of_retention: datetime) -> list[str]:
         """Delete every month that ended before ``beginning_of_retention``; the buckets deleted."""
+        deleted = []
+        for bucket in self.expired_buckets(beginning_of_retention):
+            self.delete_expired_bucket(bucket)
+            deleted.append(bucket)
+        return deleted
 
 
 class MetadataStore(ABC):
@@ -154,13 +162,9 @@ class BlobStoreDeletedMessageVault(DeletedMessageVault):
     def expired_buckets(self, beginning_of_retention: datetime) -> list[str]:
         return sorted(b for b in self.metadata.related_buckets() if is_expired(b, beginning_of_retention))
 
-    def delete_expired(self, beginning_of_retention: datetime) -> list[str]:
-        deleted = []
-        for bucket in self.expired_buckets(beginning_of_retention):
-            self.blobs.delete_bucket(bucket)
-            self.metadata.remove_bucket(bucket)
-            deleted.append(bucket)
-        return deleted
+    def delete_expired_bucket(self, bucket: str) -> None:
+        self.blobs.delete_bucket(bucket)
+        self.metadata.remove_bucket(bucket)
 
 
 class PlainIdBlobStore(BlobStore):

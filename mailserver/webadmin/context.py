@@ -25,6 +25,7 @@ if TYPE_CHECKING:   # type hints only: the context stays importable without the 
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore
     from mailserver.tasks.builtin.migration import SchemaVersions
+    from mailserver.tasks.builtin.vault import VaultParts
     from mailserver.tasks.manager import TaskManager
 
 
@@ -54,6 +55,7 @@ class WebAdminContext:
     required_groups: RequiredGroups | None = None       # /events/groups: what the nodes run
     registered_groups: RegisteredGroups | None = None   # /events/groups: what RabbitMQ has (management API)
     topology: BusTopology | None = None                 # the groups reset binds and unbinds through it
+    vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
 
     def __post_init__(self) -> None:
         if self.guard is None:

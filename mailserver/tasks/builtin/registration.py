@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from mailserver.events.required_groups import RequiredGroups
     from mailserver.events.topology import BusTopology
     from mailserver.tasks.builtin.dag_run import Polling
+    from mailserver.tasks.builtin.vault import VaultParts
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class EventBusParts:
 def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None = None,
                      repositories: MailRepositoryStore | None = None,
                      schema_versions: SchemaVersions | None = None, dag_runs: DagRuns | None = None,
-                     polling: Polling | None = None, event_bus: EventBusParts | None = None) -> TaskRegistry:
+                     polling: Polling | None = None, event_bus: EventBusParts | None = None,
+                     vault: VaultParts | None = None) -> TaskRegistry:
     """Register the types whose collaborators this node has (a node runs what it can build).
 
     With ``dag_runs`` (Airflow configured), the maintenance procedures are DAG runs; a schema
@@ -57,4 +59,8 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
         required, registered, topology = event_bus.required_groups, event_bus.registered_groups, event_bus.topology
         if required is not None and registered is not None and topology is not None:
             event_bus_groups.register(registry, required, registered, topology)
+    if vault is not None:
+        from mailserver.tasks.builtin import vault as vault_tasks
+
+        vault_tasks.register(registry, vault)
     return registry
