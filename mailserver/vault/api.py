@@ -10,8 +10,6 @@ harmless and the bucket stays listed until its last metadata row is removed).
 
 from __future__ import annotations
 
-import logging
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -19,42 +17,15 @@ from datetime import UTC, datetime
 from mailserver.blob.api import BlobContent, BlobNotFound, BlobStore, BlobStream, BucketName, StoragePolicy
 from mailserver.model.address import Username
 from mailserver.model.ids import MessageId
+from mailserver.vault.buckets import bucket_for, is_expired
 from mailserver.vault.model import DeletedMessage, StorageInformation, StoredDeletedMessage
 from mailserver.vault.query import Query
-
-log = logging.getLogger(__name__)
-
-_BUCKET = re.compile(r"^deleted-messages-([0-9]{4})-([0-9]{2})-01$")
 
 Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def bucket_for(moment: datetime) -> str:
-    """The vault bucket of the month of ``moment`` (UTC)."""
-    return BucketName.deleted_messages(moment.astimezone(UTC).date()).value
-
-
-def bucket_end(bucket: str) -> datetime | None:
-    """First instant after the bucket's month (UTC); None for a name that is not a vault bucket."""
-    match = _BUCKET.match(bucket)
-    if match is None:
-        return None
-    year, month = int(match.group(1)), int(match.group(2))
-    if not 1 <= month <= 12:
-        return None
-    return datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-
-
-def is_expired(bucket: str, beginning_of_retention: datetime) -> bool:
-    end = bucket_end(bucket)
-    if end is None:
-        log.error("vault bucket name %r does not follow deleted-messages-YYYY-MM-01: kept", bucket)
-        return False
-    return end < beginning_of_retention
 
 
 class DeletedMessageContentNotFound(LookupError):
