@@ -62,7 +62,7 @@ def test_purge_deletes_exactly_the_expired_months_and_finishes_what_a_killed_run
             entries.setdefault(bucket, []).append((message, vault.append(message, f"{bucket} {n}".encode())))
     env = {**spark_env, "S3_BUCKET_PREFIX": vault_s3.config.bucket_prefix}
     args = ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
-            "--keyspace", session.keyspace, "--beginning-of-retention", BEGINNING, "--slices", "4"]
+            "--keyspace", session.keyspace, "--beginning-of-retention", BEGINNING, "--slices", "2"]
 
     result = spark_submit(JOB, [*args, "--dry-run"], env)
     assert result.returncode == 0, result.stderr[-4000:]
