@@ -212,3 +212,30 @@ def test_configuration_defaults_and_parsing():
         VaultConfiguration.from_env({"MAILSERVER_VAULT_RETENTION_PERIOD": "-3 days"})
     with pytest.raises(ValueError, match="MAILSERVER_VAULT_ENABLED"):
         VaultConfiguration.from_env({"MAILSERVER_VAULT_ENABLED": "maybe"})
+
+
+def test_imap_expunge_with_the_vault_down_answers_unavailable_and_keeps_the_message():
+    """Over IMAP the refusal is a tagged NO [UNAVAILABLE] naming the cause; the message is still there."""
+    from mailserver.vault.api import BlobStoreDeletedMessageVault
+    from tests.unit.imap.conftest import PASSWORD, USER, make_world
+
+    world = make_world()
+    try:
+        inbox = MailboxPath.inbox(USER)
+        world.ctx.manager.create_mailbox(inbox)
+        world.ctx.manager.append(inbox, message("kept over imap"))
+        vault = FailingVault(BlobStoreDeletedMessageVault(memory_vault().metadata, MemoryBlobStore()))
+        install_vault(world.ctx, vault, VaultConfiguration(enabled=True))
+        client = world.client(login=False)
+        client.login(USER, PASSWORD)
+        client.select("INBOX")
+        client.store("1", "+FLAGS", "(\\Deleted)")
+        tag = client._new_tag()
+        client.send(tag + b" EXPUNGE\r\n")
+        while not (line := client.readline()).startswith(tag):
+            pass
+        assert line.startswith(tag + b" NO [UNAVAILABLE]") and b"S3 unreachable" in line, line
+        assert len(world.ctx.manager.get_messages(inbox)) == 1
+        client.logout()
+    finally:
+        world.thread.stop()
