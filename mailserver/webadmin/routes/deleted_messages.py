@@ -56,21 +56,28 @@ def router(parts: VaultParts | None, users: UsersRepository, tasks: TaskManager 
 
     @api.post(BASE + "/users/{username}/messages", summary="The user's vault entries matching the query body")
     async def browse(username: str, request: Request) -> Any:
-        vault = available()[0].vault
-        owner = user(request, username)
-        query = parse_query(await request.body())
-        return await run_in_threadpool(lambda: [m.descriptor() for m in vault.search(owner, query)])
+        body = await request.body()   # the rest reads Cassandra: off the event loop
+
+        def search() -> list[dict[str, Any]]:
+            vault = available()[0].vault
+            owner = user(request, username)
+            return [m.descriptor() for m in vault.search(owner, parse_query(body))]
+        return await run_in_threadpool(search)
 
     @api.post(BASE + "/users/{username}", summary="?action=restore|export (&exportTo=address): a task")
     async def user_action(username: str, request: Request) -> JSONResponse:
-        action = params.selector(request.query_params.get("action"), "action", [EXPORT, RESTORE])
-        vault, manager = available()
-        owner = user(request, username)
-        query = parse_query(await request.body())
-        if action == RESTORE:
-            return submitted(manager.submit(DeletedMessagesVaultRestoreTask(vault, owner, query)))
-        return submitted(manager.submit(DeletedMessagesVaultExportTask(
-            vault, owner, query, export_to(request.query_params.get("exportTo")))))
+        body = await request.body()   # the rest reads and writes Cassandra: off the event loop
+
+        def submit() -> JSONResponse:
+            action = params.selector(request.query_params.get("action"), "action", [EXPORT, RESTORE])
+            vault, manager = available()
+            owner = user(request, username)
+            query = parse_query(body)
+            if action == RESTORE:
+                return submitted(manager.submit(DeletedMessagesVaultRestoreTask(vault, owner, query)))
+            return submitted(manager.submit(DeletedMessagesVaultExportTask(
+                vault, owner, query, export_to(request.query_params.get("exportTo")))))
+        return await run_in_threadpool(submit)
 
     @api.delete(BASE, summary="?scope=expired: purge the months older than the retention period (a task)")
     def purge(request: Request) -> JSONResponse:
