@@ -21,7 +21,10 @@ SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailse
                            # the search reindex builds the listener's documents and writes with bulk_index
                            "mailserver/search/__init__.py", "mailserver/search/api.py",
                            "mailserver/search/config.py", "mailserver/search/document.py",
-                           "mailserver/search/index.py", "mailserver/search/mapping.py")
+                           "mailserver/search/index.py", "mailserver/search/mapping.py",
+                           # the vault purge expires months with the server's bucket names and durations
+                           "mailserver/vault/__init__.py", "mailserver/vault/buckets.py",
+                           "mailserver/vault/config.py")
 
 
 def job_path(job: str) -> Path:

@@ -62,6 +62,7 @@ MESSAGE_METADATA_COLUMNS = {
     "fullContentOctets": "bigint", "headerContent": "text",
 }
 LZ4 = "compression = {'class': 'LZ4Compressor'}"
+VAULT_CACHING = "caching = {'keys': 'ALL', 'rows_per_partition': 'NONE'}"
 
 TYPES: tuple[UserType, ...] = (
     UserType("mailboxBase", (("namespace", "text"), ("user", "text"))),
@@ -195,13 +196,19 @@ TABLES: tuple[Table, ...] = (
                             "remoteHost": "text", "remoteAddr": "text", "lastUpdated": "timestamp",
                             "perRecipientSpecificHeaders": "list<frozen<tuple<text, text, text>>>"}),
     # -- deleted messages vault -----------------------------------------------------------------
-    t("deletedMessageMetadata", "vault", "Vault: deleted message metadata per month bucket and owner.",
+    # James's DeletedMessageMetadataDataDefinition: key cache only, no row cache, default
+    # (size-tiered) compaction; James uses no TWCS here, whole months are deleted at once.
+    t("deletedMessageMetadata", "vault", "Source of truth of the vault: each deleted message's metadata (payload "
+      "JSON) per month bucket and owner; a partition is what a search of that month reads.",
       ["bucketName", "owner"], {"bucketName": "text", "owner": "text", "messageId": "text", "payload": "text"},
-      ck=["messageId"]),
-    t("storageInformation", "vault", "Vault: where a deleted message's content is stored.",
-      ["owner", "messageId"], {"owner": "text", "messageId": "text", "bucketName": "text", "blobId": "text"}),
-    t("userPerBucket", "vault", "Vault: users having data in a month bucket.", ["bucketName"],
-      {"bucketName": "text", "user": "text"}, ck=["user"]),
+      ck=["messageId"], options=VAULT_CACHING),
+    t("storageInformation", "vault", "Index of deletedMessageMetadata: where a deleted message's content is "
+      "(month bucket, blob id), by owner and message id.",
+      ["owner", "messageId"], {"owner": "text", "messageId": "text", "bucketName": "text", "blobId": "text"},
+      options=VAULT_CACHING),
+    t("userPerBucket", "vault", "Index of deletedMessageMetadata: the users having entries in a month bucket; "
+      "its partitions are the vault's buckets (written last, deleted last).", ["bucketName"],
+      {"bucketName": "text", "user": "text"}, ck=["user"], options=VAULT_CACHING),
     # -- administration -------------------------------------------------------------------------
     t("maintenance_mode", "admin", "Source of truth: cluster-wide maintenance switch (one row, key 'cluster').",
       ["key"], {"key": "text", "enabled": "boolean", "since": "timestamp", "reason": "text", "updated_by": "text"}),

@@ -41,6 +41,7 @@ from mailserver.mailbox.errors import (
     MaintenanceMode,
     OverQuota,
 )
+from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.model.address import InvalidAddress, Username
 from mailserver.model.mailbox import InvalidMailboxName, MailboxPath
 from mailserver.observability.logging import mdc
@@ -267,7 +268,7 @@ class Session(MailboxCommands, MessageCommands):
             return f"NO [{exc.code}] {exc}" if exc.code else f"NO {exc}"
         except BadCharset as exc:
             return f"NO [BADCHARSET (UTF-8 US-ASCII)] charset {exc} is not supported"
-        except MaintenanceMode as exc:
+        except (MaintenanceMode, PreDeletionHookFailed) as exc:   # the vault down: nothing was deleted
             return f"NO [UNAVAILABLE] {exc}"
         except MailboxNotFound as exc:
             return f"NO [NONEXISTENT] {exc}"

@@ -27,6 +27,7 @@ from mailserver.mailbox.errors import (
     MessageNotFound,
     OverQuota,
 )
+from mailserver.mailbox.hooks import DeleteOperation, PreDeletionHook, PreDeletionHookFailed
 from mailserver.mailbox.store import MailboxCounters, MailboxStore, MessageStore, QuotaStore
 from mailserver.model.address import Username
 from mailserver.model.events import (
@@ -73,11 +74,24 @@ class AppendResult:
 class MailboxManager:
     def __init__(self, mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, blobs: BlobStore,
                  events: EventBus, acl: AclStore, *, write_guard: Callable[[], None] | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 pre_deletion_hooks: Sequence[PreDeletionHook] = ()) -> None:
         self.mailboxes, self.messages, self.quota, self.blobs, self.events = mailboxes, messages, quota, blobs, events
         self.acl = acl
         self._guard = write_guard or (lambda: None)
         self._now = clock
+        self.pre_deletion_hooks: list[PreDeletionHook] = list(pre_deletion_hooks)
+
+    def _before_deletion(self, messages: Sequence[tuple[MessageMetadata, Mailbox]]) -> None:
+        """Tell every hook (the vault) first; a failing hook fails the deletion before anything is removed."""
+        if not messages or not self.pre_deletion_hooks:
+            return
+        operation = DeleteOperation(tuple(messages))
+        for hook in self.pre_deletion_hooks:
+            try:
+                hook.notify_delete(operation)
+            except Exception as exc:
+                raise PreDeletionHookFailed(hook, len(messages), exc) from exc
 
     # ------------------------------------------------------------------ mailboxes
     def create_mailbox(self, path: MailboxPath) -> MailboxId:
@@ -148,8 +162,12 @@ class MailboxManager:
         if children and not recursive:
             raise MailboxHasChildren(path)
         # Deepest first, so a crash never leaves a child without its parent.
-        for m in sorted([mailbox, *children], key=lambda m: m.path.name.count("."), reverse=True):
-            messages = self.messages.list(m.id)
+        doomed = sorted([mailbox, *children], key=lambda m: m.path.name.count("."), reverse=True)
+        contents = {m.id: self.messages.list(m.id) for m in doomed}
+        # One operation for the whole tree: a message in a parent and a child is lost once, with both origins.
+        self._before_deletion([(x, m) for m in doomed for x in contents[m.id]])
+        for m in doomed:
+            messages = contents[m.id]
             rights = self.acl.get(m.id)
             self.mailboxes.delete(m)
             self.acl.delete(m.id)
@@ -341,6 +359,7 @@ class MailboxManager:
         if uids is not None:
             deleted &= set(uids)
         victims = [m for m in self.messages.list(mailbox.id) if m.uid in deleted and m.flags.has(SystemFlag.DELETED)]
+        self._before_deletion([(m, mailbox) for m in victims])
         for m in victims:
             self.messages.delete(m)
         if victims:
@@ -356,10 +375,11 @@ class MailboxManager:
             by_mailbox: dict[MailboxId, list[MessageMetadata]] = {}
             for m in self.messages.find_by_message_id(message_id):
                 by_mailbox.setdefault(m.mailbox_id, []).append(m)
-            for mailbox_id, rows in by_mailbox.items():
-                mailbox = self.mailboxes.find_by_id(mailbox_id)
-                if mailbox is None or mailbox.path.user != user:
-                    continue
+            targets = [(mailbox, rows) for mailbox_id, rows in by_mailbox.items()
+                       if (mailbox := self.mailboxes.find_by_id(mailbox_id)) is not None and mailbox.path.user == user]
+            self._before_deletion([(m, mailbox) for mailbox, rows in targets for m in rows])
+            for mailbox, rows in targets:
+                mailbox_id = mailbox.id
                 for m in rows:
                     self.messages.delete(m)
                     removed += 1

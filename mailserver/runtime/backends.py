@@ -30,6 +30,7 @@ from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings
 from mailserver.search.api import SearchIndex
 from mailserver.users.api import UsersRepository
+from mailserver.vault.api import DeletedMessageVault
 
 if TYPE_CHECKING:
     from mailserver.imap.subscriptions import SubscriptionStore
@@ -58,6 +59,7 @@ class Backends:
     mail_path_checks: list[HealthCheck]
     other_checks: list[HealthCheck]
     search: SearchIndex | None = None   # the OpenSearch mailbox index when OPENSEARCH_URL is set
+    vault: DeletedMessageVault | None = None   # deleted messages (captured only when MAILSERVER_VAULT_ENABLED)
 
     @property
     def subscriptions(self) -> SubscriptionStore:
@@ -110,6 +112,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.repository.cassandra import CassandraMailRepositoryStore
     from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
     from mailserver.users.cassandra import CassandraUsersRepository
+    from mailserver.vault.cassandra import cassandra_vault
+    from mailserver.vault.wiring import install_vault
 
     env = os.environ if env is None else env
     amqp_url = env.get("AMQP_URL")
@@ -144,6 +148,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
                                concurrency=settings.event_bus_concurrency, metrics=metrics)
         mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed)
+        vault = cassandra_vault(session, blobs)
+        install_vault(mailbox, vault, settings.vault)
         search = None
         if settings.search is not None:   # the indexing group listener, registered before the bus consumes
             from mailserver.search.wiring import opensearch_search
@@ -164,7 +170,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             repositories=CassandraMailRepositoryStore(session, contents),
             maintenance=maintenance, guard=guard, metrics=metrics,
             bus=bus, dead_letters=dead_letters, required_groups=required_groups,
-            mail_path_checks=mail_path, other_checks=others, search=search)
+            mail_path_checks=mail_path, other_checks=others, search=search, vault=vault)
     except BaseException:
         session.close()
         raise

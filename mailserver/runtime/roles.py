@@ -24,6 +24,7 @@ from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
 from mailserver.smtp import SmtpServer, SmtpServerThread
+from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskServices
 from mailserver.tasks.worker import TaskWorker
 
@@ -221,7 +222,7 @@ class WebAdminRole(Role):
     name = "webadmin"
 
     def __init__(self, backends: Backends, env: Any, tasks: TaskServices,
-                 lifecycle: ApplicationLifecycle | None = None) -> None:
+                 lifecycle: ApplicationLifecycle | None = None, vault: VaultParts | None = None) -> None:
         import uvicorn
 
         from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
@@ -243,7 +244,7 @@ class WebAdminRole(Role):
                                   registered_groups=registered_groups_from_env(env, backends.bus.amqp_url,
                                                                                backends.bus.names),
                                   topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
-                                  subscriptions=backends.subscriptions)
+                                  subscriptions=backends.subscriptions, vault=vault)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))

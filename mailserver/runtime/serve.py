@@ -37,6 +37,7 @@ from mailserver.runtime.settings import ServeSettings
 from mailserver.tasks.builtin.dag_run import Polling
 from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
 from mailserver.tasks.builtin.registration import EventBusParts
+from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskSettings, cassandra_services
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,16 @@ def mailet_container(settings: ServeSettings, backends: Backends) -> MailetConta
                             postmaster=postmaster_address(spec), hostname=settings.smtp.hostname,
                             metrics=backends.metrics)
     return build(spec, context)
+
+
+def vault_parts(settings: ServeSettings, backends: Backends, container: MailetContainer) -> VaultParts | None:
+    """The vault routes and tasks: restore into the mailboxes, export through the spool from the postmaster."""
+    if backends.vault is None:
+        return None
+    from mailserver.imap.subscriptions import CassandraSubscriptionStore
+
+    return VaultParts(backends.vault, backends.mailbox.manager, settings.vault, backends.queues,
+                      container.context.postmaster, CassandraSubscriptionStore(backends.session))
 
 
 def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Polling | None]:
@@ -109,14 +120,16 @@ class Server:
         bus = backends.bus   # the event-bus tasks: dead-letter redelivery, groups reset (management API)
         event_bus = EventBusParts(backends.dead_letters, bus, backends.required_groups,
                                   registered_groups_from_env(self.env, bus.amqp_url, bus.names), bus.topology)
+        vault = vault_parts(s, backends, container)
         tasks = cassandra_services(backends.session, task_settings, queues=backends.queues,
                                    repositories=backends.repositories, metrics=backends.metrics,
                                    dag_runs=dag_runs, polling=polling, event_bus=event_bus,
-                                   mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions)
+                                   mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions,
+                                   vault=vault)
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
             "tasks": lambda: TasksRole(tasks),
-            "webadmin": lambda: WebAdminRole(backends, self.env, tasks, self.lifecycle),
+            "webadmin": lambda: WebAdminRole(backends, self.env, tasks, self.lifecycle, vault),
             "listeners": lambda: ListenersRole(s, backends),
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),

@@ -21,6 +21,7 @@ from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
 from mailserver.search.config import SearchConfig
 from mailserver.smtp.config import SmtpConfig
+from mailserver.vault.config import VaultConfiguration
 
 ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners", "imap")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -107,6 +108,14 @@ def search_config(env: Mapping[str, str]) -> SearchConfig | None:
         raise SettingsError(str(exc)) from None
 
 
+def vault_config(env: Mapping[str, str]) -> VaultConfiguration:
+    """James's deletedMessageVault.properties: disabled by default, one year of retention."""
+    try:
+        return VaultConfiguration.from_env(env)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class ServeSettings:
     roles: tuple[str, ...] = ROLES
@@ -125,6 +134,7 @@ class ServeSettings:
     event_bus_concurrency: int = 10                  # James's listeners.xml maxConcurrency
     event_retry: RetryPolicy = field(default_factory=RetryPolicy)
     search: SearchConfig | None = None               # OPENSEARCH_URL and OPENSEARCH_* (mailserver/search/config.py)
+    vault: VaultConfiguration = field(default_factory=VaultConfiguration)   # MAILSERVER_VAULT_* (vault/config.py)
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -191,6 +201,7 @@ class ServeSettings:
             event_bus_concurrency=read.positive("MAILSERVER_EVENT_BUS_CONCURRENCY", 10),
             event_retry=event_retry_policy(read),
             search=search_config(env),
+            vault=vault_config(env),
         )
 
 

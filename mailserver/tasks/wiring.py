@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from mailserver.imap.subscriptions import SubscriptionStore
     from mailserver.mailbox.manager import MailboxManager
     from mailserver.tasks.builtin.dag_run import Polling
+    from mailserver.tasks.builtin.vault import VaultParts
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,13 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
           repositories: MailRepositoryStore | None = None, schema_versions: SchemaVersions | None = None,
           metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
           polling: Polling | None = None, event_bus: EventBusParts | None = None,
-          mailboxes: MailboxManager | None = None, subscriptions: SubscriptionStore | None = None) -> TaskServices:
+          mailboxes: MailboxManager | None = None, subscriptions: SubscriptionStore | None = None,
+          vault: VaultParts | None = None) -> TaskServices:
     """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
                                 schema_versions=schema_versions, dag_runs=dag_runs, polling=polling,
-                                event_bus=event_bus, mailboxes=mailboxes, subscriptions=subscriptions)
+                                event_bus=event_bus, mailboxes=mailboxes, subscriptions=subscriptions,
+                                vault=vault)
     tasks_cleanup.register(registry, store)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
@@ -89,9 +92,10 @@ def cassandra_services(session: CassandraSession, settings: TaskSettings | None 
                        metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
                        polling: Polling | None = None, event_bus: EventBusParts | None = None,
                        mailboxes: MailboxManager | None = None,
-                       subscriptions: SubscriptionStore | None = None) -> TaskServices:
+                       subscriptions: SubscriptionStore | None = None,
+                       vault: VaultParts | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
     return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
                  repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
                  dag_runs=dag_runs, polling=polling, event_bus=event_bus, mailboxes=mailboxes,
-                 subscriptions=subscriptions)
+                 subscriptions=subscriptions, vault=vault)

@@ -25,6 +25,7 @@ from mailserver.webadmin.json_body import JsonBodyMiddleware
 from mailserver.webadmin.routes import (
     address,
     cassandra_version,
+    deleted_messages,
     domains,
     event_bus_groups,
     event_dead_letters,
@@ -83,6 +84,7 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     # The event bus: always served, 503 where this context lacks a part (as the procedures without Airflow).
     app.include_router(event_dead_letters.router(ctx.dead_letters, ctx.bus, ctx.tasks))
     app.include_router(event_bus_groups.router(ctx.required_groups, ctx.registered_groups, ctx.topology, ctx.tasks))
+    app.include_router(deleted_messages.router(ctx.vault, ctx.users, ctx.tasks))
 
     @app.get("/metrics", tags=["metrics"], summary="Prometheus exposition (public)")
     def scrape() -> Response:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:   # type hints only: the context stays importable without the 
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore
     from mailserver.tasks.builtin.migration import SchemaVersions
+    from mailserver.tasks.builtin.vault import VaultParts
     from mailserver.tasks.manager import TaskManager
 
 
@@ -59,6 +60,7 @@ class WebAdminContext:
     # The mailboxes: /users/{u}/mailboxes and /quota (limits in its quota store); not served without it.
     mailboxes: MailboxManager | None = None
     subscriptions: SubscriptionStore | None = None      # ?task=subscribeAll on /users/{u}/mailboxes
+    vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
 
     def __post_init__(self) -> None:
         if self.guard is None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mailserver.imap.subscriptions import SubscriptionStore
     from mailserver.mailbox.manager import MailboxManager
     from mailserver.tasks.builtin.dag_run import Polling
+    from mailserver.tasks.builtin.vault import VaultParts
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
                      schema_versions: SchemaVersions | None = None, dag_runs: DagRuns | None = None,
                      polling: Polling | None = None, event_bus: EventBusParts | None = None,
                      mailboxes: MailboxManager | None = None,
-                     subscriptions: SubscriptionStore | None = None) -> TaskRegistry:
+                     subscriptions: SubscriptionStore | None = None,
+                     vault: VaultParts | None = None) -> TaskRegistry:
     """Register the types whose collaborators this node has (a node runs what it can build).
 
     With ``dag_runs`` (Airflow configured), the maintenance procedures are DAG runs; a schema
@@ -65,4 +67,8 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
         from mailserver.tasks.builtin import user_mailboxes
 
         user_mailboxes.register(registry, mailboxes, subscriptions)
+    if vault is not None:
+        from mailserver.tasks.builtin import vault as vault_tasks
+
+        vault_tasks.register(registry, vault)
     return registry

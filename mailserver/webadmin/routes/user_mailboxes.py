@@ -23,6 +23,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, MaintenanceMode
+from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.model.address import Username
 from mailserver.model.mailbox import DELIMITER, MAX_NAME_LENGTH, PRIVATE_NAMESPACE, InvalidMailboxName, MailboxPath
@@ -86,6 +87,9 @@ def router(mailboxes: MailboxManager, users: UsersRepository, tasks: TaskManager
                     pass   # deleted meanwhile: what was asked is done
         except MaintenanceMode as exc:
             raise maintenance(exc) from exc
+        except PreDeletionHookFailed as exc:   # the vault could not keep the messages: nothing of this one deleted
+            raise WebAdminError(503, "The mailbox's messages could not be archived before deletion", str(exc),
+                                SERVER_ERROR) from exc
 
     @api.get("/users/{username}/mailboxes", summary="The user's mailboxes (?force: skip the user check)")
     def list_mailboxes(username: str, request: Request) -> list[dict[str, str]]:

@@ -54,7 +54,8 @@ READ_METHODS = {"GET", "HEAD"}
 FAMILIES = {"healthcheck", "metrics", "domains", "users", "address", "domainMappings", "mappings", "maintenance",
             "tasks", "mailQueues", "mailRepositories", "cassandra",
             "mailboxes", "messages", "quota",   # the maintenance procedures (Airflow DAG runs)
-            "events"}   # event dead letters and groups (503 without an event bus)
+            "events",   # event dead letters and groups (503 without an event bus)
+            "deletedMessages"}   # the deleted messages vault (503 without it)
 
 
 def full_app(auth: AuthConfig | None = None):

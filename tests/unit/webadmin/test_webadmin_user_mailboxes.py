@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from mailserver.mailbox.hooks import DeleteOperation, PreDeletionHook
 from mailserver.model.address import Username
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath
@@ -139,6 +140,24 @@ def test_delete_removes_the_mailbox_its_children_and_their_messages_only(admin):
     no_content(admin.client.delete(f"{admin.base}/a"))
     assert names(admin) == ["ab", "b", "b.a"]
     assert admin.mailbox.quota.current(QuotaRoot.for_user(Username.of(admin.user))) == QuotaUsage(1, len(MESSAGE))
+
+
+class RefusingHook(PreDeletionHook):
+    """The vault's S3 unreachable, say: every deletion with messages is refused."""
+
+    def notify_delete(self, operation: DeleteOperation) -> None:
+        raise OSError("vault unavailable")
+
+
+def test_delete_refused_by_a_pre_deletion_hook_is_503_and_keeps_the_mailbox_and_its_messages(admin, monkeypatch):
+    manager = admin.mailbox.manager
+    no_content(admin.client.put(f"{admin.base}/Kept"))
+    manager.append(admin.path("Kept"), MESSAGE)
+    monkeypatch.setattr(manager, "pre_deletion_hooks", [RefusingHook()])
+    response = admin.client.delete(f"{admin.base}/Kept")
+    assert response.status_code == 503, response.text
+    assert "could not be archived" in response.json()["message"] and "vault unavailable" in response.text
+    assert names(admin) == ["Kept"] and len(manager.get_messages(admin.path("Kept"))) == 1
 
 
 def test_delete_of_a_missing_mailbox_is_204_and_deletes_nothing(admin):

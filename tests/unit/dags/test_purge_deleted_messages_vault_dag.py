@@ -1,0 +1,67 @@
+"""The vault purge DAG: monthly on the 1st, health gate -> Spark job -> report, params validated, job options."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+DAG_ID = "purge_deleted_messages_vault"
+
+
+@pytest.fixture(scope="module")
+def dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    # This file only: the whole folder is checked by test_dag_integrity.py.
+    bag = DagBag(dag_folder=os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py"))
+    assert not bag.import_errors
+    return bag.get_dag(DAG_ID)
+
+
+@pytest.fixture(scope="module")
+def module():
+    path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py")
+    spec = importlib.util.spec_from_file_location(f"{DAG_ID}_under_test", path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def test_runs_monthly_on_the_first_without_catchup(dag):
+    """The guide: purge on the 1st of each month (``@monthly`` is midnight on the 1st)."""
+    assert dag.catchup is False
+    assert dag.timetable.expression == "0 0 1 * *"   # minute 0, hour 0, day 1 of every month
+
+
+def test_gate_then_spark_job_then_report_in_the_cassandra_pool(dag):
+    gate, spark, report = dag.get_task("backends_healthy"), dag.get_task("detect_repair_verify"), dag.get_task("report")
+    assert gate.downstream_task_ids == {spark.task_id} and spark.downstream_task_ids == {report.task_id}
+    assert set(gate.components) == {"Cassandra backend", "ObjectStorage"}
+    assert spark.job == DAG_ID and spark.pool == "cassandra_maintenance"
+
+
+def test_params_become_job_options(module):
+    assert module.job_args({"retention": "1y", "beginning_of_retention": None, "bucket_prefix": ""}) == \
+        ["--retention", "1y"]
+    assert module.job_args({"retention": "30", "beginning_of_retention": "2025-06-01T00:00:00Z",
+                            "bucket_prefix": "prod-"}) == \
+        ["--retention", "30", "--beginning-of-retention", "2025-06-01T00:00:00Z", "--bucket-prefix", "prod-"]
+
+
+@pytest.mark.parametrize(("name", "good", "bad"), [
+    ("retention", ["1y", "365d", "30", "52 weeks"], ["-1y", "one year", "1 fortnight", ""]),
+    ("beginning_of_retention", [None, "2025-06-01T00:00:00Z", "2025-06-01T00:00:00.5+02:00"],
+     ["2025-06-01", "2025-06-01T00:00:00", "yesterday"]),
+    ("bucket_prefix", ["", "prod-"], ["UPPER", "under_score"]),
+])
+def test_params_are_validated(dag, name, good, bad):
+    from airflow.sdk import Param
+
+    schema = dag.params.get_param(name).schema
+    for value in good:
+        assert Param(value, **schema).resolve() == value
+    for value in bad:
+        with pytest.raises(Exception):  # noqa: B017 - jsonschema's or Airflow's validation error
+            Param(value, **schema).resolve()

@@ -1,0 +1,54 @@
+"""The vault purge job's pure parts: the retention start, which months expire, bucket names, options."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from spark_apps.jobs.purge_deleted_messages_vault import (
+    PurgeDeletedMessagesVault,
+    beginning_of_retention,
+    expired,
+    s3_bucket,
+)
+
+NOW = datetime(2026, 11, 1, 0, 0, 5, tzinfo=UTC)
+
+
+def test_beginning_is_now_minus_retention_or_the_given_instant():
+    assert beginning_of_retention(NOW, None, None) == NOW - timedelta(seconds=31556952)
+    assert beginning_of_retention(NOW, "30", None) == NOW - timedelta(days=30)
+    assert beginning_of_retention(NOW, "2 weeks", None) == NOW - timedelta(days=14)
+    assert beginning_of_retention(NOW, "1y", "2025-06-01T02:00:00+02:00") == datetime(2025, 6, 1, tzinfo=UTC)
+    with pytest.raises(ValueError, match="offset"):
+        beginning_of_retention(NOW, None, "2025-06-01T00:00:00")
+    with pytest.raises(ValueError):
+        beginning_of_retention(NOW, "-3", None)
+
+
+def test_whole_months_expire_once_ended_before_the_beginning():
+    buckets = ["deleted-messages-2025-10-01", "deleted-messages-2025-11-01", "deleted-messages-2025-12-01",
+               "deleted-messages-2025-13-01", "not-a-vault-bucket", "deleted-messages-2024-12-01"]
+    beginning = datetime(2025, 12, 1, 0, 0, 1, tzinfo=UTC)    # November ended at 2025-12-01T00:00:00
+    assert expired(buckets, beginning) == ["deleted-messages-2024-12-01", "deleted-messages-2025-10-01",
+                                           "deleted-messages-2025-11-01"]
+    assert expired(buckets, datetime(2025, 12, 1, tzinfo=UTC)) == ["deleted-messages-2024-12-01",
+                                                                   "deleted-messages-2025-10-01"]
+
+
+def test_s3_bucket_carries_the_server_prefix():
+    assert s3_bucket("", "deleted-messages-2025-10-01") == "deleted-messages-2025-10-01"
+    assert s3_bucket("prod-", "deleted-messages-2025-10-01") == "prod-deleted-messages-2025-10-01"
+
+
+def test_configure_reads_options_and_environment(monkeypatch):
+    monkeypatch.setenv("S3_ENDPOINT", "http://127.0.0.1:9000")
+    monkeypatch.setenv("S3_BUCKET_PREFIX", "env-")
+    job = PurgeDeletedMessagesVault()
+    options = job.configure(argparse.Namespace(retention="1y", beginning_of_retention="2025-06-01T00:00:00Z",
+                                               bucket_prefix=None))
+    assert options == {"beginningOfRetentionPeriod": "2025-06-01T00:00:00+00:00", "bucketPrefix": "env-"}
+    job.configure(argparse.Namespace(retention=None, beginning_of_retention=None, bucket_prefix="arg-"))
+    assert job.bucket_prefix == "arg-"
