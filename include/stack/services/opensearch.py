@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import urllib.request
 from pathlib import Path
@@ -47,7 +48,9 @@ class OpenSearch(Service):
             "-basePath", str(self.node_home), "-numOfNode", "1",
             # Node n listens on baseHttpPort + n.
             "-baseHttpPort", str(s.ports.opensearch - 1),
-            "-clusterName", "mailserver-local",
+            # A name of this stack's own: a second stack on the machine (another clone, a test's)
+            # discovers nodes on the default transport ports and would otherwise join this cluster.
+            "-clusterName", f"mailserver-{hashlib.sha1(str(s.root).encode()).hexdigest()[:8]}",
         ]
         processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, cwd=self.home)
 
