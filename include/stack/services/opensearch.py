@@ -50,7 +50,7 @@ class OpenSearch(Service):
             "-baseHttpPort", str(s.ports.opensearch - 1),
             # A name of this stack's own: a second stack on the machine (another clone, a test's)
             # discovers nodes on the default transport ports and would otherwise join this cluster.
-            "-clusterName", f"mailserver-{hashlib.sha1(str(s.root).encode()).hexdigest()[:8]}",
+            "-clusterName", f"mailserver-{hashlib.sha256(str(s.root).encode()).hexdigest()[:8]}",
         ]
         processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, cwd=self.home)
 
