@@ -9,6 +9,8 @@ started when delivery resumes. What each DAG did is read back with CQL, the mana
   that crashed between S3 and Cassandra. ``recover_lost_mails`` republishes every mail the view holds and
   re-enqueues the whole orphaned mails (the ambiguous ones are reported and kept); after delivery each mail is
   in its INBOX exactly once, and a second run finds nothing;
+* flush: mails waiting out an hour's delay in the spool are flushed by ``flush_delayed_mails`` (the delay queue
+  emptied into the work queue, the due times cleared in the view) and each is delivered once, well within the hour;
 * reprocessing: mails to users that did not exist yet are in ``var/mail/address-error/``; once the users are
   created, ``reprocess_mail_repository`` sends them through ``transport`` again: each delivered once, the
   repository empty, the report's counts equal.
@@ -20,6 +22,7 @@ import os
 import time
 import uuid
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 
@@ -50,6 +53,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 SCALE = float(os.environ.get("MAIL_QUEUE_E2E_SCALE", "0.1"))
 SPAM, HAM = int(2000 * SCALE), int(3000 * SCALE)
 LOST = REPROCESSED = int(2000 * SCALE)
+DELAYED, DUE = 6, 2   # the flush is the point, not the volume
 USERS = 20
 SPAMMER = "wave@spam.example"
 DRAINED = "cassandra://var/mail/drained/"
@@ -193,6 +197,34 @@ def test_recover_republishes_what_the_broker_lost_and_reenqueues_whole_orphaned_
                                                           "blob_bucket": world.bucket})
     assert run.state == "success", states
     assert summary["detected"] == {} and summary["nbRequeuedMails"] == 0 and summary["orphans"]["recovered"] == 0
+
+
+def test_flush_delivers_delayed_mails_now_and_once(queue_world):
+    world = queue_world
+    users = world.add_users([f"user{i}" for i in range(DELAYED)])
+    spool = world.factory().get("spool")
+    delayed = [make_mail(f"friend{i}@remote.example", users[i], f"delayed {i}") for i in range(DELAYED)]
+    due = [make_mail(f"friend{i}@remote.example", users[i], f"due {i}") for i in range(DUE)]
+    for mail in delayed:
+        spool.enqueue(mail, delay=timedelta(hours=1))
+    enqueue_many(spool, due)
+    delay_queue = spool.names.delay_queue(3_600_000)
+    assert (ready_messages(world.amqp_url, delay_queue), ready_messages(world.amqp_url, spool.names.workqueue)) == (
+        DELAYED, DUE)
+
+    run, states, summary = run_dag("flush_delayed_mails", {"queue": "spool", "blob_bucket": world.bucket})
+    assert run.state == "success", states
+    assert set(states.values()) == {"success"} and "queue_drained" in states and "backends_healthy_after" in states
+    assert summary["outcome"] == "COMPLETED", summary
+    assert (summary["delayedMails"], summary["flushedMails"], summary["unresolved"]) == (DELAYED, DELAYED, 0)
+    assert (summary["delayQueues"], summary["delayQueuesAfter"]) == ({delay_queue: DELAYED}, {delay_queue: 0})
+    assert ready_messages(world.amqp_url, spool.names.workqueue) == DELAYED + DUE
+    assert [v.next_delivery for v in spool.browse()] == [None] * (DELAYED + DUE)   # due times cleared in the view
+
+    world.start_delivery()
+    subjects = delivered(world, users, DELAYED + DUE)
+    expected = Counter({f"delayed {i}": 1 for i in range(DELAYED)}) + Counter({f"due {i}": 1 for i in range(DUE)})
+    assert subjects == expected                                          # an hour early, each once
 
 
 def test_reprocess_address_errors_once_the_users_exist(queue_world):
