@@ -92,6 +92,12 @@ class MailQueue(ABC):
     def republish_not_processed(self, older_than: datetime) -> int:
         """Publish again the mails the browse view holds but the broker lost (enqueued before the cut-off)."""
 
+    def update_browse_start(self) -> datetime | None:
+        """James's ``updateBrowseStart``: move the browse start of the queue's view past the slices
+        holding no live mail (never past one), dropping those slices; returns the new browse start,
+        or None when it did not move. Queues without a browse view have nothing to move."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - adapters holding connections override it
         """Release connections."""
 

@@ -62,6 +62,9 @@ class MeteredMailQueue(MailQueue):
     def republish_not_processed(self, older_than: datetime) -> int:
         return self.inner.republish_not_processed(older_than)
 
+    def update_browse_start(self) -> datetime | None:
+        return self.inner.update_browse_start()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -126,6 +126,18 @@ class MailFilters:
         return cls(AddressFilter.parse(sender), AddressFilter.parse(recipient), (name or "").strip() or None,
                    parse_duration(older_than) if older_than else None)
 
+    @staticmethod
+    def add_arguments(group: Any, *, name_means: str, older_than_means: str) -> None:
+        """The job options ``from_args`` reads (``group``: an argparse parser or argument group)."""
+        group.add_argument("--sender", help="only mails from this sender (address or *@domain)")
+        group.add_argument("--recipient", help="only mails with this recipient (address or *@domain)")
+        group.add_argument("--name", help=f"only the mail with this {name_means}")
+        group.add_argument("--older-than", help=f"only mails {older_than_means} longer ago than this (30m, 2h, 1d)")
+
+    @classmethod
+    def from_args(cls, args: Any) -> MailFilters:
+        return cls.parse(args.sender, args.recipient, args.name, args.older_than)
+
     @property
     def empty(self) -> bool:
         return self.sender is None and self.recipient is None and self.name is None and self.older_than is None

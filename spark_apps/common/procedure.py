@@ -262,6 +262,7 @@ class ProcedureRunner:
             if o["status"] == FIXED:
                 if o["counter"]:
                     counters[o["counter"]] += 1
+                self.fixed(o["item"])
                 if len(result.fixed) < options.sample_size:
                     result.fixed.append(o["item"])
             elif o["status"] == FAILED:
@@ -270,6 +271,10 @@ class ProcedureRunner:
                 counters["skippedResolvedMeanwhile"] += 1
         result.counters = dict(counters)
         return result
+
+    def fixed(self, item: dict[str, Any]) -> None:
+        """Called on the driver for every item a slice fixed, sampled or not: runners that must know
+        everything the run did (to tell it apart in their verification) override it."""
 
 
 def run_procedure(procedure: Procedure, argv: Sequence[str] | None = None) -> int:

@@ -98,10 +98,7 @@ class DrainMailQueue(Procedure):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("drain")
         g.add_argument("--queue", default="spool", help="the mail queue (default spool)")
-        g.add_argument("--sender", help="only mails from this sender (address or *@domain)")
-        g.add_argument("--recipient", help="only mails with this recipient (address or *@domain)")
-        g.add_argument("--name", help="only the mail with this name")
-        g.add_argument("--older-than", help="only mails enqueued longer ago than this (30m, 2h, 1d)")
+        MailFilters.add_arguments(g, name_means="name", older_than_means="enqueued")
         g.add_argument("--action", choices=ACTIONS, default="delete")
         g.add_argument("--repository", help="move: the mail repository URL, e.g. cassandra://var/mail/drained/")
         g.add_argument("--hold-for", help="hold: how long the mails wait before delivery (e.g. 2h)")
@@ -112,7 +109,7 @@ class DrainMailQueue(Procedure):
         from mailserver.repository.api import validate_url
 
         self.queue_name = validate_queue_name(args.queue)
-        self.filters = MailFilters.parse(args.sender, args.recipient, args.name, args.older_than)
+        self.filters = MailFilters.from_args(args)
         self.action = args.action
         self.dry_run = bool(args.dry_run)
         if self.action == "move":

@@ -61,10 +61,8 @@ from spark_apps.common.procedure import (
     Procedure,
     ProcedureRunner,
     RunOptions,
-    _repair_partition,
 )
 from spark_apps.common.settings import JobSettings
-from spark_apps.common.throttle import share
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -376,29 +374,9 @@ class RecoveryRunner(ProcedureRunner):
                            "after": after.isoformat() if after else None, "moved": moved is not None}
         return steps
 
-    def _repair_slice(self, slice_items: DataFrame, endpoint: CqlEndpoint, options: RunOptions,
-                      parallel: int) -> SliceResult:
-        procedure = self.procedure
-        rate = share(options.rate, parallel)
-        outcomes = (slice_items.repartition(parallel).rdd
-                    .mapPartitions(lambda rows: _repair_partition(procedure, endpoint, rate, rows))
-                    .collect())
-        result = SliceResult()
-        counters: Counter[str] = Counter()
-        for o in outcomes:
-            if o["status"] == FIXED:
-                if o["counter"]:
-                    counters[o["counter"]] += 1
-                if o["item"].get("kind") == NOT_IN_BROKER:
-                    procedure.republished.add(o["item"]["enqueueid"])
-                if len(result.fixed) < options.sample_size:
-                    result.fixed.append(o["item"])
-            elif o["status"] == FAILED:
-                result.failures.append({**o["item"], "error": o["error"]})
-            else:
-                counters["skippedResolvedMeanwhile"] += 1
-        result.counters = dict(counters)
-        return result
+    def fixed(self, item: dict[str, Any]) -> None:
+        if item.get("kind") == NOT_IN_BROKER:
+            self.procedure.republished.add(item["enqueueid"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -88,10 +88,7 @@ class ReprocessMailRepository(Procedure):
         g.add_argument("--repository", required=True, help="the repository URL, e.g. cassandra://var/mail/error/")
         g.add_argument("--queue", default="spool", help="the queue the mails go to (default spool)")
         g.add_argument("--processor", help="the processor they restart in (default: each mail's stored state)")
-        g.add_argument("--sender", help="only mails from this sender (address or *@domain)")
-        g.add_argument("--recipient", help="only mails with this recipient (address or *@domain)")
-        g.add_argument("--name", help="only the mail with this key")
-        g.add_argument("--older-than", help="only mails last updated longer ago than this (30m, 2h, 1d)")
+        MailFilters.add_arguments(g, name_means="key", older_than_means="last updated")
         g.add_argument("--limit", type=int, help="at most this many mails, oldest first")
         g.add_argument("--amqp-url", help="the broker of the mail queues [AMQP_URL]")
         g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, default 'default']")
@@ -102,7 +99,7 @@ class ReprocessMailRepository(Procedure):
         self.url = validate_url(args.repository)
         self.target_queue = validate_queue_name(args.queue)
         self.processor = (args.processor or "").strip() or None
-        self.filters = MailFilters.parse(args.sender, args.recipient, args.name, args.older_than)
+        self.filters = MailFilters.from_args(args)
         if args.limit is not None and args.limit < 1:
             raise ValueError("--limit must be at least 1")
         self.limit = args.limit

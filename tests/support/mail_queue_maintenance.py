@@ -1,13 +1,8 @@
 """Data and probes for the mail-queue procedures: mails on a distributed queue of a vhost of its own, what the
-view, the broker and the blob store hold, and spark-submit of a queue job as the DAG's operator runs it."""
+view, the broker and the blob store hold."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -19,7 +14,6 @@ import pika
 
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import Mail, MailContent
-from spark_apps.packaging import job_path
 
 ENVELOPE_RCPT = "for <{rcpt}>;"
 
@@ -91,40 +85,6 @@ def repository_rows(session: Any, url: str) -> dict[str, dict[str, Any]]:
         if row is not None:
             rows[key] = row
     return rows
-
-
-@dataclass
-class JobRun:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def report(self) -> dict[str, Any]:
-        from tests.support.maintenance import report_of
-
-        return report_of(self.stdout)
-
-
-def spark_submit_queue_job(job: str, args: list[str], env: dict[str, str], *, timeout: int = 300) -> JobRun:
-    """spark-submit as ``MailQueueSparkJob`` does it: local[2] and the spark_apps + mailserver zip."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
-    from mailplatform.mail_queues import build_full_py_files
-
-    tmp = Path(tempfile.mkdtemp(prefix="queue-job-"))
-    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--driver-memory", "1g",
-           "--conf", "spark.ui.enabled=false", "--jars", env["SPARK_CONNECTOR_JARS"],
-           "--py-files", str(build_full_py_files(tmp)), str(job_path(job)), *args]
-    out, err = tmp / "stdout", tmp / "stderr"
-    with out.open("w") as stdout, err.open("w") as stderr:
-        process = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, text=True, start_new_session=True)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)   # the job's own process group (spark-submit, JVM, Python)
-            process.wait(30)
-            raise AssertionError(f"{job} did not end within {timeout} s; its logs: {tmp}\n"
-                                 + err.read_text()[-4000:]) from None
-    return JobRun(process.returncode, out.read_text(), err.read_text())
 
 
 # -- a mail world for the DAG tests: the maintenance keyspace, a vhost and a bucket of its own ---------------------

@@ -1,4 +1,5 @@
-"""``/mailQueues`` (webadmin reference §12): list, size, browse, delete / clear (tasks), flush, republish.
+"""``/mailQueues`` (webadmin reference §12): list, size, browse, delete / clear (tasks), flush, republish,
+browse-start update (task).
 
 The flush is served on ``/mailQueues/{q}/mails?delayed=true`` (James's code and tests) and on
 ``/mailQueues/{q}?delayed=true`` (its docs). Deletions and clears are tasks.
@@ -17,6 +18,7 @@ from mailserver.model.address import InvalidAddress, MailAddress
 from mailserver.queue.api import MailQueue, MailQueueFactory, QueueItemView, RemoveField
 from mailserver.tasks.api import format_instant
 from mailserver.tasks.builtin.mailqueue import (
+    BrowseStartUpdateTask,
     ClearMailQueueTask,
     DeleteMailsFromMailQueueTask,
     RepublishNotProcessedMailsTask,
@@ -28,6 +30,7 @@ from mailserver.webadmin.routes.tasks import submitted
 
 NO_CONTENT = 204
 REPUBLISH = "RepublishNotProcessedMails"
+UPDATE_BROWSE_START = "updateBrowseStart"
 
 
 def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
@@ -110,10 +113,13 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
         return submitted(tasks.submit(DeleteMailsFromMailQueueTask(queues, name, field, value)))
 
     @api.post("/mailQueues/{name}", status_code=201,
-              summary="?action=RepublishNotProcessedMails&olderThan=1d: publish again mails the broker lost")
-    def republish(name: str, request: Request) -> Response:
-        params.selector(request.query_params.get("action"), "action", [REPUBLISH])
-        existing(name)
+              summary="?action=RepublishNotProcessedMails&olderThan=1d: publish again mails the broker lost; "
+                      "?action=updateBrowseStart: move the browse start of the queue's view now")
+    def queue_action(name: str, request: Request) -> Response:
+        action = params.selector(request.query_params.get("action"), "action", [REPUBLISH, UPDATE_BROWSE_START])
+        existing(name)   # James accepts any name here; an unknown one would get a browse start written
+        if action == UPDATE_BROWSE_START:
+            return submitted(tasks.submit(BrowseStartUpdateTask(queues, name)))
         raw = request.query_params.get("olderThan")
         if not raw:
             raise bad_request("'olderThan' is mandatory")

@@ -9,6 +9,9 @@ started when delivery resumes. What each DAG did is read back with CQL, the mana
   that crashed between S3 and Cassandra. ``recover_lost_mails`` republishes every mail the view holds and
   re-enqueues the whole orphaned mails (the ambiguous ones are reported and kept); after delivery each mail is
   in its INBOX exactly once, and a second run finds nothing;
+* hold then flush: a sender's mails put on hold for an hour by the drain (each enqueued again with its due time,
+  the original marked deleted), then flushed by ``flush_delayed_mails`` (the delay queue emptied into the work
+  queue, the due times cleared in the view): every mail is delivered once, well within the hour;
 * reprocessing: mails to users that did not exist yet are in ``var/mail/address-error/``; once the users are
   created, ``reprocess_mail_repository`` sends them through ``transport`` again: each delivered once, the
   repository empty, the report's counts equal.
@@ -50,6 +53,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 SCALE = float(os.environ.get("MAIL_QUEUE_E2E_SCALE", "0.1"))
 SPAM, HAM = int(2000 * SCALE), int(3000 * SCALE)
 LOST = REPROCESSED = int(2000 * SCALE)
+HELD, DUE = 6, 4   # the hold and the flush are the point, not the volume
+BULK = "news@bulk.example"
 USERS = 20
 SPAMMER = "wave@spam.example"
 DRAINED = "cassandra://var/mail/drained/"
@@ -193,6 +198,49 @@ def test_recover_republishes_what_the_broker_lost_and_reenqueues_whole_orphaned_
                                                           "blob_bucket": world.bucket})
     assert run.state == "success", states
     assert summary["detected"] == {} and summary["nbRequeuedMails"] == 0 and summary["orphans"]["recovered"] == 0
+
+
+def test_hold_then_flush_delivers_each_mail_once_within_the_hour(queue_world):
+    world = queue_world
+    users = world.add_users([f"user{i}" for i in range(HELD)])
+    spool = world.factory().get("spool")
+    held = [make_mail(BULK, users[i], f"held {i}") for i in range(HELD)]
+    due = [make_mail(f"friend{i}@remote.example", users[i], f"due {i}") for i in range(DUE)]
+    enqueue_many(spool, [*held, *due])
+    total, delay_queue = HELD + DUE, spool.names.delay_queue(3_600_000)
+
+    run, states, summary = run_dag("drain_mail_queue", {"dry_run": False, "action": "hold", "hold_for": "1h",
+                                                        "sender": BULK, "slices": 2, "blob_bucket": world.bucket})
+    assert run.state == "success", states
+    assert summary["outcome"] == "COMPLETED" and summary["detected"] == {"matchingMail": HELD}
+    assert (summary["heldMails"], summary["initialCount"], summary["remainingCount"]) == (HELD, total, total)
+    assert summary["unresolved"] == 0            # and no failed item: the outcome would be PARTIAL
+    # each held mail is enqueued again under a new enqueueId with its due time; the original is marked deleted
+    rows = view_rows(world.session, "spool")
+    live = [r for r in rows.values() if not r["deleted"]]
+    assert (len(rows), len(live)) == (total + HELD, total)
+    assert sorted(r["name"] for r in live if "mailserver.queue.nextDelivery" in (r["attributes"] or {})) == \
+        sorted(m.name for m in held)
+    # the broker: the originals wait in the work queue to be skipped, the copies in the hour's delay queue
+    assert (ready_messages(world.amqp_url, spool.names.workqueue), ready_messages(world.amqp_url, delay_queue)) == (
+        total, HELD)
+    assert sum(1 for v in spool.browse() if v.next_delivery is not None) == HELD
+
+    run, states, summary = run_dag("flush_delayed_mails", {"queue": "spool", "blob_bucket": world.bucket})
+    assert run.state == "success", states
+    assert set(states.values()) == {"success"} and "queue_drained" in states and "backends_healthy_after" in states
+    assert summary["outcome"] == "COMPLETED", summary
+    assert (summary["delayedMails"], summary["flushedMails"], summary["unresolved"]) == (HELD, HELD, 0)
+    assert summary["remaining"] == {}
+    assert (summary["delayQueues"], summary["delayQueuesAfter"]) == ({delay_queue: HELD}, {delay_queue: 0})
+    assert ready_messages(world.amqp_url, spool.names.workqueue) == total + HELD
+    assert [v.next_delivery for v in spool.browse()] == [None] * total   # due times cleared in the view
+
+    world.start_delivery()
+    subjects = delivered(world, users, total)
+    expected = Counter({f"held {i}": 1 for i in range(HELD)}) + Counter({f"due {i}": 1 for i in range(DUE)})
+    assert subjects == expected                  # an hour early, each once: the held originals were skipped
+    eventually(lambda: world.management_depth(spool.names.workqueue) == 0, timeout=30, interval=1)
 
 
 def test_reprocess_address_errors_once_the_users_exist(queue_world):

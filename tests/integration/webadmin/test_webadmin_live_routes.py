@@ -1,5 +1,6 @@
 """WebAdmin of a live ``mailserver serve`` process over real HTTP: address mappings, mail repositories
-(JSON, ``.eml``, delete, clear), every mail-queue route, the task list and its filters, and the
+(JSON, ``.eml``, delete, clear), every mail-queue route (the browse-start update on the server's real Cassandra
+view included), the task list and its filters, and the
 Cassandra schema version, with James's bodies and status codes, errors included.
 
 One process for the module (roles ``webadmin,tasks``: no spooler, so mails put in a queue stay
@@ -14,7 +15,7 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -22,9 +23,10 @@ import pytest
 from mailserver.cassandra.versions import LATEST, SchemaVersionDAO
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.model.address import MailAddress
-from mailserver.queue.api import MailQueue
+from mailserver.queue.api import MailQueue, RemoveField
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.rabbitmq import DistributedMailQueueFactory
+from mailserver.queue.view import slice_start
 from mailserver.repository.cassandra import CassandraMailRepositoryStore
 from mailserver.tasks.builtin.migration import SchemaVersions
 from tests.contract import mail_queue_contract, mail_repository_contract
@@ -43,6 +45,7 @@ class Live:
     queues: DistributedMailQueueFactory           # the server's queues, seen from this process
     repositories: CassandraMailRepositoryStore    # the server's repositories, seen from this process
     tag: str
+    amqp_url: str                                 # the server's virtual host
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +62,7 @@ def live(stack, cassandra, cassandra_config, s3_blobs, tmp_path_factory) -> Iter
             with httpx.Client(base_url=server.webadmin_url, headers={"Password": WEBADMIN_PASSWORD},
                               timeout=90) as http:
                 yield Live(server, http, queues, CassandraMailRepositoryStore(cassandra, MimeMessageStore(s3_blobs)),
-                           tag)
+                           tag, vhost.amqp_url)
         finally:
             queues.close()
             server.terminate()
@@ -303,6 +306,72 @@ def test_mail_queue_republish(live: Live, seeded_queue: SeededQueue):
         "statusCode": 400, "type": "InvalidArgument",
         "message": "Invalid arguments supplied in the user request", "details": "'olderThan' is mandatory"}
     assert size(live, name) == 5
+
+
+def view_ids(cassandra, name: str, time_range_start: datetime) -> dict[str, uuid.UUID]:
+    """Mail name -> enqueueId of the view rows of one slice (bucket 0: the server's single bucket)."""
+    return {r["name"]: r["enqueueid"] for r in cassandra.execute(
+        "SELECT name, enqueueId FROM enqueuedMailsV4 WHERE queueName = ? AND timeRangeStart = ? AND bucketId = 0",
+        (name, time_range_start))}
+
+
+def browse_and_content_start(cassandra, name: str) -> tuple[datetime, datetime]:
+    browse = cassandra.one("SELECT browseStart FROM browseStart WHERE queueName = ?", (name,), strong=True)
+    content = cassandra.one("SELECT contentStart FROM contentStart WHERE queueName = ?", (name,), strong=True)
+    return browse["browsestart"].replace(tzinfo=UTC), content["contentstart"].replace(tzinfo=UTC)
+
+
+def test_mail_queue_update_browse_start(live: Live, cassandra, s3_blobs):
+    """James's updateBrowseStart on the server's Cassandra view: the browse start moves past the slices whose mails
+    are all gone (their rows and deleted marks dropped), up to the slice of the oldest live mail and never past it.
+
+    The mails are enqueued hours "ago" by a factory on a clock set back (the server's clock is the real one), with a
+    browse-start pace so high that no dequeue or delete here moves the browse start itself.
+    """
+    now, hour = datetime.now(UTC), timedelta(hours=1)
+    clock = [now - 5 * hour]
+    past = DistributedMailQueueFactory(live.amqp_url, cassandra, s3_blobs, clock=lambda: clock[0],
+                                       update_browse_start_pace=10**9)
+    name = f"live-{live.tag}-browse-start"
+    slices = {h: slice_start(now - h * hour, hour) for h in (5, 4, 3, 2)}
+    try:
+        queue = past.get(name)                       # browse start and content start: 5 hours ago
+        mails = {}
+        for hours_ago in (5, 4, 3, 2):
+            clock[0] = now - hours_ago * hour
+            mails[hours_ago] = mail_queue_contract.make_mail(sender=MailAddress.of(f"h{hours_ago}@d.tld"),
+                                                             recipients=[MailAddress.of("x@ext.tld")])
+            queue.enqueue(mails[hours_ago])
+        for hours_ago in (5, 4, 2):                  # 3 hours ago: the oldest live mail
+            assert queue.remove(RemoveField.NAME, mails[hours_ago].name) == 1
+    finally:
+        past.close()
+    assert browse_and_content_start(cassandra, name) == (slices[5], slices[5])
+    gone = {h: view_ids(cassandra, name, slices[h])[mails[h].name] for h in (5, 4, 2)}
+
+    report = awaited(live, live.http.post(f"/mailQueues/{name}", params={"action": "updateBrowseStart"}))
+    assert (report["type"], report["status"]) == ("browse-start-update", "completed"), report
+    info = report["additionalInformation"]
+    assert (set(info), info["mailQueue"]) == ({"type", "mailQueue", "timestamp"}, name)
+    assert browse_and_content_start(cassandra, name) == (slices[3], slices[3])
+    assert view_ids(cassandra, name, slices[5]) == view_ids(cassandra, name, slices[4]) == {}   # slices dropped
+    for hours_ago in (5, 4):                         # and the deleted marks of their rows with them
+        assert cassandra.one("SELECT enqueueId FROM deletedMailsV2 WHERE queueName = ? AND enqueueId = ?",
+                             (name, gone[hours_ago]), strong=True) is None
+    assert cassandra.one("SELECT enqueueId FROM deletedMailsV2 WHERE queueName = ? AND enqueueId = ?",
+                         (name, gone[2]), strong=True) is not None   # after the browse start: kept
+    assert [m["name"] for m in live.http.get(f"/mailQueues/{name}/mails").json()] == [mails[3].name]
+
+    # The live mail goes, a new one arrives now: the browse start stops a slice window short of now (ADR 0032).
+    awaited(live, live.http.delete(f"/mailQueues/{name}/mails", params={"name": mails[3].name}))
+    fresh = mail_queue_contract.make_mail(sender=MailAddress.of("now@d.tld"), recipients=[MailAddress.of("x@ext.tld")])
+    live.queues.get(name).enqueue(fresh)
+    awaited(live, live.http.post(f"/mailQueues/{name}", params={"action": "updateBrowseStart"}))
+    browse_start, _ = browse_and_content_start(cassandra, name)
+    assert browse_start == slice_start(datetime.now(UTC) - hour, hour) or \
+        browse_start == slice_start(now - hour, hour)   # the hour may have turned since ``now``
+    assert view_ids(cassandra, name, slices[3]) == view_ids(cassandra, name, slices[2]) == {}
+    assert [m["name"] for m in live.http.get(f"/mailQueues/{name}/mails").json()] == [fresh.name]
 
 
 # ---------------------------------------------------------------------- /tasks

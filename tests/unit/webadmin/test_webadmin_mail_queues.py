@@ -1,4 +1,4 @@
-"""``/mailQueues``: list, size, browse, delete / clear tasks, flush, republish; James's errors."""
+"""``/mailQueues``: list, size, browse, delete / clear tasks, flush, republish, browse-start update; James's errors."""
 
 from __future__ import annotations
 
@@ -140,10 +140,14 @@ def test_republish_is_a_task(client, spool):
 
 
 @pytest.mark.parametrize(("query", "status", "details"), [
-    ("", 400, "'action' query parameter is compulsory. Supported values are [RepublishNotProcessedMails]"),
+    ("", 400, "'action' query parameter is compulsory. "
+              "Supported values are [RepublishNotProcessedMails, updateBrowseStart]"),
     ("action=republish&olderThan=1d", 400,
      "Invalid value supplied for query parameter 'action': republish. Supported values are "
-     "[RepublishNotProcessedMails]"),
+     "[RepublishNotProcessedMails, updateBrowseStart]"),
+    ("action=UpdateBrowseStart", 400,   # case-sensitive, as James's TaskFromRequestRegistry
+     "Invalid value supplied for query parameter 'action': UpdateBrowseStart. Supported values are "
+     "[RepublishNotProcessedMails, updateBrowseStart]"),
     ("action=RepublishNotProcessedMails", 400, "'olderThan' is mandatory"),
     ("action=RepublishNotProcessedMails&olderThan=soon", 400, "The supplied String is not a supported format soon"),
 ])
@@ -155,3 +159,21 @@ def test_republish_errors(client, spool, query, status, details):
 def test_republish_unknown_queue(client, spool):
     body = error(client.post("/mailQueues/nope?action=RepublishNotProcessedMails&olderThan=1d"))
     assert body["statusCode"] == 404
+
+
+def test_update_browse_start_is_a_task_run_by_the_worker(client, ctx, spool, monkeypatch):
+    """The route's task is rebuilt by the worker from its stored parameters and moves that queue's browse start."""
+    moved: list[str] = []
+    monkeypatch.setattr(spool, "update_browse_start", lambda: moved.append(spool.name))
+    report = await_task(client, client.post("/mailQueues/spool?action=updateBrowseStart"))
+    assert (report["type"], report["status"]) == ("browse-start-update", "completed"), report
+    info = report["additionalInformation"]
+    assert set(info) == {"type", "mailQueue", "timestamp"}    # James's BrowseStartUpdateTaskAdditionalInformationDTO
+    assert (info["type"], info["mailQueue"]) == ("browse-start-update", "spool") and info["timestamp"].endswith("Z")
+    assert moved == ["spool"]
+
+
+def test_update_browse_start_of_an_unknown_queue_is_refused(client, ctx, spool):
+    body = error(client.post("/mailQueues/nope?action=updateBrowseStart"))
+    assert (body["statusCode"], body["message"]) == (404, "nope can not be found")
+    assert "nope" not in ctx.queues.list_names()    # nothing created for it
