@@ -19,7 +19,7 @@ def test_settings_from_env():
 def test_build_registers_what_the_node_can_run():
     settings = TaskSettings("n")
     queues_only = build(MemoryTaskStore(), settings, queues=MemoryMailQueueFactory())
-    assert queues_only.registry.types() == ["clear-mail-queue", "delete-mails-from-mail-queue",
+    assert queues_only.registry.types() == ["browse-start-update", "clear-mail-queue", "delete-mails-from-mail-queue",
                                             "republish-not-processed-mails", "tasks-cleanup"]
     both = build(MemoryTaskStore(), settings, queues=MemoryMailQueueFactory(),
                  repositories=MemoryMailRepositoryStore())
