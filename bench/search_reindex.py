@@ -162,7 +162,7 @@ def main() -> int:
     bootstrap.close()
     bucket, s3 = f"bench-reindex-{tag}", s3_client()
     s3.create_bucket(Bucket=bucket)
-    client = make_client(SearchConfig(urls=(ep.opensearch_url,)), max_retries=3)
+    client = make_client(SearchConfig(urls=(ep.opensearch_url,), timeout=180), max_retries=3)   # a shared, busy node
     index, read_alias, write_alias, ceiling = (f"bench_reindex_{tag}", f"bench_read_{tag}", f"bench_write_{tag}",
                                                f"bench_bulk_{tag}")
     ensure_index(client, index, index_body(1, 0), read_alias=read_alias, write_alias=write_alias)
