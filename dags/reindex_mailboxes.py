@@ -9,6 +9,8 @@ from airflow.sdk import Param
 from mailplatform.procedures import Procedure, repair_dag
 
 ALIAS_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$"
+DAG_ID = "reindex_mailboxes"
+RUN_ID_PATTERN = r"^[A-Za-z0-9_.:+~-]{1,250}$"
 
 DOC = """
 ### Reindex mailboxes (OpenSearch)
@@ -39,7 +41,11 @@ the `OpenSearch Backend` health check failing for a while.
    (mailbox id -> uids) to rerun; the run fails when a message failed.
 
 **How to run it.** Safe with traffic on (the listener keeps indexing new mail). Start with `dry_run`
-to see what differs. Scope: everything, `user`, `mailbox_id`, or one message (`mailbox_id` + `uid`).
+to see what differs. Scope: everything, `user`, `mailbox_id`, one message (`mailbox_id` + `uid`), or `failures_of`: the
+run id of a previous run of this DAG, whose report's `messageFailures` (those messages) and
+`mailboxFailures` (those whole mailboxes) are reindexed (James's `reIndexFailedMessagesOf`, the task
+type `error-recovery-indexation`; WebAdmin's `POST /mailboxes?task=reIndex&reIndexFailedMessagesOf=`
+sends the run of the task named).
 `messages_per_second` bounds the load on the object store and OpenSearch (James's
 `messagesPerSecond`). A failed run is rerun as is: it resumes from its checkpoints, and
 `fixOutdated` only touches what still differs.
@@ -48,6 +54,8 @@ to see what differs. Scope: everything, `user`, `mailbox_id`, or one message (`m
 
 def job_args(params: Mapping[str, Any]) -> list[str]:
     args = ["--mode", params["mode"]]
+    if params.get("failures_of"):
+        args += ["--failures-of", f"{DAG_ID}/{params['failures_of']}"]   # that run's key: its report
     for name, flag in (("user", "--user"), ("mailbox_id", "--mailbox-id"), ("uid", "--uid"),
                        ("messages_per_second", "--messages-per-second"), ("blob_bucket", "--blob-bucket"),
                        ("read_alias", "--read-alias"), ("write_alias", "--write-alias")):
@@ -57,7 +65,7 @@ def job_args(params: Mapping[str, Any]) -> list[str]:
 
 
 dag = repair_dag(Procedure(
-    dag_id="reindex_mailboxes",
+    dag_id=DAG_ID,
     job="reindex_mailboxes",
     task_type="full-reindexing",
     description="OpenSearch mailbox index rebuilt or fixed from Cassandra and the object store "
@@ -74,6 +82,9 @@ dag = repair_dag(Procedure(
                             description="Only this mailbox (its id)"),
         "uid": Param(None, type=["null", "integer"], minimum=1,
                      description="Only this message of mailbox_id"),
+        "failures_of": Param(None, type=["null", "string"], pattern=RUN_ID_PATTERN,
+                             description="Run id of a previous run: reindex only its messageFailures and "
+                                         "mailboxFailures (empty: the scope above)"),
         "messages_per_second": Param(50, type=["null", "number"], exclusiveMinimum=0,
                                      description="Messages reindexed per second (James's messagesPerSecond)"),
         "blob_bucket": Param(None, type=["null", "string"], pattern="^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",

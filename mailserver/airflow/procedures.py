@@ -179,9 +179,16 @@ REINDEX_MESSAGE = DagProcedure("message-reindexing", "reindex_mailboxes",
                                (DagParam("mailboxId", "mailbox_id", mailbox_id, Source.PATH, information="mailboxId"),
                                 DagParam("uid", "uid", strictly_positive("uid"), Source.PATH, information="uid"),
                                 *REINDEX_OPTIONS))
+# James's reIndexFailedMessagesOf: the route resolves the previous task to its DAG run (path slot).
+REINDEX_ERRORS = DagProcedure("error-recovery-indexation", "reindex_mailboxes",
+                              (DagParam("reIndexFailedMessagesOf", "failures_of", text, Source.PATH),
+                               *REINDEX_OPTIONS))
+# The task types whose report lists messageFailures/mailboxFailures (James's IndexingDetailInformation).
+REINDEX_RETRIABLE = frozenset({REINDEX_ALL.task_type, REINDEX_USER.task_type, REINDEX_MAILBOX.task_type,
+                               REINDEX_ERRORS.task_type})
 
 PROCEDURES: dict[str, DagProcedure] = {p.task_type: p for p in (
     SOLVE_MESSAGE_INCONSISTENCIES, SOLVE_MAILBOX_INCONSISTENCIES, SOLVE_MAPPINGS_SOURCES_INCONSISTENCIES,
     RECOMPUTE_MAILBOX_COUNTERS, RECOMPUTE_CURRENT_QUOTAS, RECOMPUTE_ALL_FAST_VIEW_PROJECTION,
     RECOMPUTE_USER_FAST_VIEW_PROJECTION, CASSANDRA_MIGRATION, REINDEX_ALL, REINDEX_USER, REINDEX_MAILBOX,
-    REINDEX_MESSAGE)}
+    REINDEX_MESSAGE, REINDEX_ERRORS)}

@@ -81,9 +81,13 @@ def common_args(context: Mapping[str, Any], key: str | None = None) -> list[str]
     return args
 
 
+def summarize(report: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k not in SUMMARY_EXCLUDES}
+
+
 def check_report(report: Mapping[str, Any]) -> dict[str, Any]:
     """The XCom summary of a report; raises when the run did not converge."""
-    summary = {k: v for k, v in report.items() if k not in SUMMARY_EXCLUDES}
+    summary = summarize(report)
     if report.get("outcome") not in OK_OUTCOMES:
         raise AirflowException(
             f"{report.get('type')} ended {report.get('outcome')}: {report.get('unresolved', 0)} unresolved, "
@@ -122,6 +126,10 @@ def repair_dag(procedure: Procedure) -> DAG:
             except Exception as exc:
                 raise AirflowException(f"no report for this run ({exc}): the Spark job failed before the end, "
                                        "see the detect_repair_verify log") from exc
+            if content.get("outcome") not in OK_OUTCOMES:
+                # A failed run still shows its counters and failure lists (WebAdmin's task view, and
+                # James's reIndexFailedMessagesOf reads them): the summary is pushed before failing.
+                context["ti"].xcom_push(key="return_value", value=summarize(content))
             return check_report(content)
 
         summary = report()

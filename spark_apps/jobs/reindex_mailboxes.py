@@ -11,7 +11,10 @@ body blob ids). The index is read through the read alias (ids, flags, modseq onl
   in scope is indexed again.
 
 ``--mode fixOutdated`` (James's) takes only the first three. Scopes: everything, ``--user``,
-``--mailbox-id`` or one message (``--mailbox-id`` and ``--uid``). Documents are built on the
+``--mailbox-id``, one message (``--mailbox-id`` and ``--uid``), or the failures of a previous run
+(``--failures-of RUN_KEY``, James's ``reIndexFailedMessagesOf``: the ``messageFailures`` and
+``mailboxFailures`` of that run's report, read from S3: exactly those messages, and every message of
+those mailboxes). Documents are built on the
 executors with the server's ``message_document`` and written per batch with ``bulk_index`` through
 the write alias (to every index behind it: both during an alias swap). Each item is re-read from
 Cassandra before writing; an orphan is deleted only when ``messageIdTable`` has no row for it
@@ -28,6 +31,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.bookkeeping import SliceResult
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
 
 TASK = "full-reindexing"
 USER_TASK, MAILBOX_TASK, MESSAGE_TASK = "user-reindexing", "mailbox-reindexing", "message-reindexing"
+ERROR_RECOVERY_TASK = "error-recovery-indexation"
 MODES = ("rebuildAll", "fixOutdated")
 MISSING, OUTDATED, ORPHAN, UP_TO_DATE = "missingDocument", "outdatedDocument", "orphanDocument", "upToDateDocument"
 COUNTERS = {MISSING: "indexedMessageCount", UP_TO_DATE: "indexedMessageCount", OUTDATED: "fixedMessageCount",
@@ -95,6 +100,7 @@ class ReindexMailboxes(Procedure):
         self.bucket = DEFAULT_BLOB_BUCKET
         self.s3: S3Access | None = None
         self.search: SearchAccess | None = None
+        self.failures: PreviousFailures | None = None
         self._verifying = False
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -104,6 +110,9 @@ class ReindexMailboxes(Procedure):
         parser.add_argument("--user", help="only this user's mailboxes")
         parser.add_argument("--mailbox-id", help="only this mailbox")
         parser.add_argument("--uid", type=int, help="only this message of --mailbox-id")
+        parser.add_argument("--failures-of", metavar="RUN_KEY",
+                            help="only the messageFailures and mailboxFailures of that run's report "
+                                 "(James's reIndexFailedMessagesOf)")
         parser.add_argument("--messages-per-second", dest="rate", type=float,
                             help="James's messagesPerSecond (same as --rate)")
         parser.add_argument("--blob-bucket", help="bucket of the message blobs [S3_DEFAULT_BUCKET, default 'default']")
@@ -121,6 +130,8 @@ class ReindexMailboxes(Procedure):
             raise ValueError("--uid must be positive")
         if args.mailbox_id:
             uuid.UUID(args.mailbox_id)   # ValueError for a malformed id
+        if args.failures_of and (args.user or args.mailbox_id):
+            raise ValueError("--failures-of is a scope of its own: no --user, --mailbox-id or --uid")
         self.mode, self.uid = args.mode, args.uid
         self.user = args.user.strip().lower() if args.user else None
         self.mailbox_id = args.mailbox_id.lower() if args.mailbox_id else None
@@ -139,15 +150,22 @@ class ReindexMailboxes(Procedure):
         for key, value in (("username", self.user), ("mailboxId", self.mailbox_id), ("uid", self.uid)):
             if value is not None:
                 options[key] = value
+        if args.failures_of:
+            self.failures = PreviousFailures.of_run(args.failures_of, args.report_bucket)
+            options["failuresOf"] = args.failures_of
         return options
 
     def task_type(self) -> str:
+        if self.failures is not None:
+            return ERROR_RECOVERY_TASK
         if self.uid is not None:
             return MESSAGE_TASK
         return MAILBOX_TASK if self.mailbox_id else USER_TASK if self.user else TASK
 
     # ------------------------------------------------------------ detection (driver)
     def _scope_mailboxes(self, spark: SparkSession, settings: JobSettings) -> list[str] | None:
+        if self.failures is not None:
+            return self.failures.mailboxes()
         if self.mailbox_id:
             return [self.mailbox_id]
         if self.user:
@@ -172,10 +190,15 @@ class ReindexMailboxes(Procedure):
             query = {"bool": {"should": should, "minimum_should_match": 1}}
         else:
             query = {"match_all": {}}
+        schema = "mailboxid string, uid long, isig string"
+        if mailboxes == []:
+            return spark.createDataFrame([], schema)
         rows = [(hit["_source"]["mailboxId"], int(hit["_source"]["uid"]), document_signature(hit["_source"]))
                 for hit in helpers.scan(client, index=self.search.read_alias, query={"query": query},
                                         _source=COMPARED_FIELDS, size=2000, preserve_order=False)]
-        return spark.createDataFrame(rows, "mailboxid string, uid long, isig string")
+        if self.failures is not None:
+            rows = [r for r in rows if self.failures.covers(r[0], r[1])]
+        return spark.createDataFrame(rows, schema)
 
     def detect(self, spark: SparkSession, settings: JobSettings) -> Detection:
         from pyspark.sql import functions as F
@@ -189,7 +212,10 @@ class ReindexMailboxes(Procedure):
         if self.uid is not None:
             uids = uids.filter(F.col("uid") == self.uid)
         owners = read_table(spark, settings, "mailboxpathv3", ["user", "mailboxid"]).dropDuplicates(["mailboxid"])
-        truth = truth_signatures(uids).cache()
+        truth = truth_signatures(uids)
+        if self.failures is not None:
+            truth = self.failures.select(spark, truth)
+        truth = truth.cache()
         indexed = self._indexed(spark, mailboxes).cache()
         every = compare(truth, indexed, owners).cache()
         items = every if everything else every.filter(F.col("kind") != UP_TO_DATE)
@@ -284,6 +310,52 @@ class ReindexMailboxes(Procedure):
                 else:
                     outcomes[key] = Outcome(FIXED, item, COUNTERS[ORPHAN])
         return [outcomes[document_id(i["mailboxid"], i["uid"])] for i in items]
+
+
+@dataclass(frozen=True)
+class PreviousFailures:
+    """What a previous run could not do, from its report (James's REST shapes): the scope of a rerun."""
+
+    messages: frozenset[tuple[str, int]]   # (mailbox id, uid) of messageFailures
+    whole_mailboxes: frozenset[str]        # mailboxFailures
+
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> PreviousFailures:
+        by_mailbox, mailboxes = report.get("messageFailures"), report.get("mailboxFailures", [])
+        if not isinstance(by_mailbox, dict) or not isinstance(mailboxes, list):
+            raise ValueError(f"the report of type {report.get('type')!r} has no messageFailures/mailboxFailures: "
+                             "it is not the report of a reindex run")
+        messages = frozenset((str(uuid.UUID(str(mailbox))), int(entry["uid"]))
+                             for mailbox, entries in by_mailbox.items() for entry in entries)
+        return cls(messages, frozenset(str(uuid.UUID(str(m))) for m in mailboxes))
+
+    @classmethod
+    def of_run(cls, run_key: str, bucket: str | None) -> PreviousFailures:
+        from spark_apps.common.reports import ReportLocation, read_report
+
+        location = ReportLocation.for_run(TASK, run_key, bucket)
+        try:
+            report = read_report(location)
+        except Exception as exc:
+            raise ValueError(f"no report of run {run_key} at {location.uri} ({type(exc).__name__}: {exc})") from exc
+        return cls.from_report(report)
+
+    def mailboxes(self) -> list[str]:
+        return sorted({m for m, _ in self.messages} | self.whole_mailboxes)
+
+    def covers(self, mailbox_id: str, uid: int) -> bool:
+        return mailbox_id in self.whole_mailboxes or (mailbox_id, int(uid)) in self.messages
+
+    def select(self, spark: SparkSession, frame: DataFrame) -> DataFrame:
+        """Pure on ``frame`` (mailboxid, uid, ...): the rows these failures name."""
+        from pyspark.sql import functions as F
+
+        pairs = spark.createDataFrame(sorted(self.messages), "mailboxid string, uid long")
+        listed = frame.join(F.broadcast(pairs), ["mailboxid", "uid"], "left_semi")
+        if not self.whole_mailboxes:
+            return listed
+        whole = frame.filter(F.col("mailboxid").isin(sorted(self.whole_mailboxes)))
+        return listed.unionByName(whole).dropDuplicates(["mailboxid", "uid"])
 
 
 def _failures_by_mailbox(failures: list[dict[str, Any]]) -> dict[str, list[dict[str, int]]]:

@@ -14,6 +14,7 @@ offered when the node has the mailboxes and the subscriptions.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from mailserver.airflow import procedures as p
 from mailserver.airflow.api import DagRuns
 from mailserver.model.address import Username
-from mailserver.tasks.api import Task
+from mailserver.tasks.api import Task, TaskNotFound
 from mailserver.tasks.builtin.dag_run import DagRunTask
 from mailserver.tasks.manager import TaskManager
 from mailserver.users.api import UsersRepository
@@ -82,6 +83,35 @@ def check_safety_header(procedure: p.DagProcedure, request: Request) -> None:
         raise bad_request(SAFETY_DETAILS)
 
 
+INVALID_TASK_ID = "Invalid task id"
+
+
+def previous_reindex_run(tasks: TaskManager, raw: str) -> str:
+    """The DAG run of the reindex task ``raw`` (James's ``reIndexFailedMessagesOf``), whose report lists
+    the failures to redo. Every refusal is James's 400: not a task id, unknown, unfinished, not a reindex."""
+    try:
+        task_id = uuid.UUID(raw.strip())
+    except ValueError:
+        raise WebAdminError(400, INVALID_TASK_ID, f"'{raw}' is not a task id") from None
+    try:
+        details = tasks.get(task_id)
+    except TaskNotFound:
+        raise WebAdminError(400, f"TaskId {task_id} does not exist") from None
+    if not details.status.finished:
+        raise WebAdminError(400, INVALID_TASK_ID,
+                            f"Task is not yet finished. Current status is: {details.status.value}")
+    run_id = details.parameters.get("dagRunId")
+    if details.type not in p.REINDEX_RETRIABLE or details.parameters.get("dagId") != p.REINDEX_ALL.dag_id \
+            or not run_id:
+        raise WebAdminError(400, INVALID_TASK_ID,
+                            f"'{details.type}' is not a valid type of task for retrying a failed indexing")
+    if "messageFailures" not in (details.additional_information or {}):
+        raise WebAdminError(400, INVALID_TASK_ID,
+                            f"task {task_id} lists no failures: its DAG run {run_id} ended without a report "
+                            "(the Spark job failed before the end); run the reindex again")
+    return str(run_id)
+
+
 class ProcedureSubmitter:
     """Turns a validated request into a submitted ``DagRunTask`` (or the 503 when Airflow is absent)."""
 
@@ -130,12 +160,14 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
     @api.post("/mailboxes", status_code=201,
               summary="Task: ?task=SolveInconsistencies (header I-KNOW-WHAT-I-M-DOING: ALL-SERVICES-ARE-OFFLINE; "
                       "maxIterations, autoMerge), RecomputeMailboxCounters (trustMessageProjection), "
-                      "recomputeFastViewProjectionItems (messagesPerSecond), reIndex (mode, messagesPerSecond); "
+                      "recomputeFastViewProjectionItems (messagesPerSecond), reIndex (mode, messagesPerSecond; "
+                      "reIndexFailedMessagesOf={taskId}: only the failures of that reindex task); "
                       "all: dryRun. Runs as an Airflow DAG")
     async def mailboxes(request: Request) -> Response:
-        if request.query_params.get("task") == REINDEX and RETRY_FAILED in request.query_params:
-            raise bad_request(f"'{RETRY_FAILED}' is not supported yet: run the reindex_mailboxes DAG again "
-                              "(fixOutdated indexes exactly what is still missing or outdated)")
+        previous = request.query_params.get(RETRY_FAILED)
+        if request.query_params.get("task") == REINDEX and previous:   # empty: ignored, as James
+            return await selected(request, "task", {REINDEX: p.REINDEX_ERRORS},
+                                  lambda: {RETRY_FAILED: previous_reindex_run(tasks, previous)})
         return await selected(request, "task", MAILBOXES_TASKS)
 
     @api.post("/mailboxes/{mailbox_id}", status_code=201,

@@ -1,30 +1,37 @@
 """The search reindex through spark-submit, on Cassandra + S3 + OpenSearch (issue 13).
 
-300 real MIME messages appended through the mailbox manager (no indexing listener: the index is
-built by the job's ``rebuildAll``), then the index is damaged the three ways production damages it:
+2,000 real MIME messages appended through the mailbox manager (concurrently, one thread per mailbox)
+and indexed with the indexing listener's document code, then the index is damaged the three ways
+production damages it:
 documents lost, flags wrong in the index (a lost FlagsUpdated, or flags changed in Cassandra with
 the listener down), documents of expunged messages left behind. ``fixOutdated`` must fix exactly
 that (report counts equal the damage), leave an index equal to ``imapUidTable`` (ids, flags and
 modseq compared), and a second run must find nothing. The index, aliases and keyspace are the
-test's own.
+test's own. The rebuildAll mode is run by the DAG's e2e test and the benchmark; here two
+spark-submits (the fix, then the run finding nothing), and one for the rerun of a failure list.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from opensearchpy import helpers
 
+from mailserver.model.address import Username
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from mailserver.model.mailbox import MailboxPath
 from mailserver.search.config import SearchConfig
-from mailserver.search.index import ensure_index, make_client
+from mailserver.search.index import bulk_index, ensure_index, make_client
 from mailserver.search.listener import build_document
 from mailserver.search.mapping import index_body
+from spark_apps.common.reports import ReportLocation, write_report
 from spark_apps.common.search_reindex import COMPARED_FIELDS, document_signature, row_flags, signature
-from tests.support.mail_projections import mailbox_context, seed_users
+from tests.support.mail_projections import SeededUsers, mailbox_context, register_user, seed_users
 from tests.support.maintenance import report_of, spark_submit
+from tests.support.mime_samples import sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -66,55 +73,124 @@ def indexed(client, search: SearchConfig) -> dict[str, str]:
                                     _source=COMPARED_FIELDS)}
 
 
-def test_rebuild_then_damage_then_fix_outdated_then_nothing(stack, spark_env, maintenance_keyspace, s3_blobs, search):
+def seed_concurrently(ctx, session, *, users: int, inbox_messages: int, archive_messages: int) -> SeededUsers:
+    """``seed_users``' mail (real MIME through the mailbox manager: imapUidTable, messageV3, S3), one
+    thread per mailbox so a few thousand messages take seconds instead of minutes."""
+    tag = uuid.uuid4().hex[:6]
+    seeded = SeededUsers()
+    for u in range(users):
+        user = Username.of(f"reidx{u}-{tag}@example.com")
+        register_user(session, user)
+        seeded.users.append(user)
+        seeded.inbox[user], seeded.archive[user] = MailboxPath.inbox(user), MailboxPath.of(user, "Archive")
+        ctx.manager.create_mailbox(seeded.inbox[user])
+        ctx.manager.create_mailbox(seeded.archive[user])
+
+    def fill(path: MailboxPath, count: int, offset: int) -> None:
+        for n in range(count):
+            ctx.manager.append(path, sample(n + offset))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        jobs = [pool.submit(fill, seeded.inbox[u], inbox_messages, 0) for u in seeded.users]
+        jobs += [pool.submit(fill, seeded.archive[u], archive_messages, 100) for u in seeded.users]
+        for job in jobs:
+            job.result()
+    return seeded
+
+
+def index_as_the_listener(ctx, client, search: SearchConfig, seeded: SeededUsers) -> None:
+    """Every message indexed with the indexing listener's own document code (no spark-submit needed)."""
+    messages = [(m, user) for user in seeded.users for path in (seeded.inbox[user], seeded.archive[user])
+                for m in ctx.manager.get_messages(path)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        documents = list(pool.map(lambda mu: build_document(mu[0], ctx.manager.read_message(mu[0].message_id),
+                                                             mu[1], search.documents), messages))
+    report = bulk_index(client, documents, write_alias=search.write_alias, refresh=True)
+    assert not report.failures, report.failures
+
+
+def test_damaged_index_of_2000_messages_fixed_exactly_then_nothing(stack, spark_env, maintenance_keyspace, s3_blobs,
+                                                                   search):
     session = maintenance_keyspace
     client = make_client(search, max_retries=3)
     ctx = mailbox_context(session, s3_blobs)
-    seeded = seed_users(ctx, session, users=3, inbox_messages=80, archive_messages=20)
-    assert len(truth(session)) == 300
-
-    built = run(session, stack, s3_blobs, spark_env, search, "--mode", "rebuildAll", "--messages-per-second", "1000")
-    assert built["type"] == "full-reindexing" and built["outcome"] == "COMPLETED"
-    assert built["detected"] == {"missingDocument": 300}
-    assert (built["indexedMessageCount"], built["failedMessageCount"], built["remaining"]) == (300, 0, {})
-    assert built["runningOptions"]["messagesPerSecond"] == 1000.0
+    seeded = seed_concurrently(ctx, session, users=4, inbox_messages=400, archive_messages=100)
+    assert len(truth(session)) == 2000
+    index_as_the_listener(ctx, client, search, seeded)
     assert indexed(client, search) == truth(session)
-    # the very document the indexing listener writes
-    user = seeded.users[0]
-    message = ctx.manager.get_messages(seeded.inbox[user])[3]
+
+    # damage: 60 documents lost, 40 with wrong flags in the index, 30 with flags changed in Cassandra
+    # only (the listener down), 20 messages expunged whose documents stay
+    inbox = {u: ctx.manager.get_messages(seeded.inbox[u]) for u in seeded.users}
+    first, second, third, fourth = seeded.users
+    lost = [f"{m.mailbox_id}:{m.uid}" for m in inbox[first][:60]]
+    helpers.bulk(client, [{"_op_type": "delete", "_index": search.write_alias, "_id": doc_id,
+                           "routing": doc_id.split(":")[0]} for doc_id in lost], refresh=True)
+    helpers.bulk(client, [{"_op_type": "update", "_index": search.write_alias, "_id": f"{m.mailbox_id}:{m.uid}",
+                           "routing": str(m.mailbox_id), "doc": {"isFlagged": True, "userFlags": ["stale"]}}
+                          for m in inbox[second][:40]], refresh=True)
+    ctx.manager.set_flags(seeded.inbox[third], Flags.of(SystemFlag.SEEN), FlagsUpdateMode.ADD,
+                          uids=[m.uid for m in inbox[third][:30]])
+    gone = [m.uid for m in inbox[fourth][100:120]]
+    ctx.manager.set_flags(seeded.inbox[fourth], Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD, uids=gone)
+    ctx.manager.expunge(seeded.inbox[fourth], uids=gone)
+    assert len(truth(session)) == 1980 and indexed(client, search) != truth(session)
+
+    fixed = run(session, stack, s3_blobs, spark_env, search, "--mode", "fixOutdated", "--slices", "4")
+    assert fixed["type"] == "full-reindexing" and fixed["outcome"] == "COMPLETED", fixed
+    assert fixed["detected"] == {"missingDocument": 60, "outdatedDocument": 70, "orphanDocument": 20}
+    assert (fixed["indexedMessageCount"], fixed["fixedMessageCount"], fixed["deletedDocumentCount"],
+            fixed["failedMessageCount"], fixed["processedMessageCount"]) == (60, 70, 20, 0, 150)
+    assert (fixed["successfullyReprocessedMailCount"], fixed["failedReprocessedMailCount"]) == (150, 0)
+    assert fixed["messageFailures"] == {} and fixed["mailboxFailures"] == []
+    assert fixed["scannedMessageCount"] == 1980 and fixed["remaining"] == {}
+    assert indexed(client, search) == truth(session)
+    # a document the job wrote is the very document the indexing listener writes
+    message = inbox[first][3]
     stored = client.get(index=search.read_alias, id=f"{message.mailbox_id}:{message.uid}",
                         routing=str(message.mailbox_id))["_source"]
-    assert stored == build_document(message, ctx.manager.read_message(message.message_id), user,
+    assert stored == build_document(message, ctx.manager.read_message(message.message_id), first,
                                     search.documents)
-
-    # damage: 7 documents lost, 5 with wrong flags in the index, 3 with flags changed in Cassandra only,
-    # 4 messages expunged whose documents stay
-    inbox = {u: ctx.manager.get_messages(seeded.inbox[u]) for u in seeded.users}
-    first, second, third = seeded.users
-    lost = [f"{m.mailbox_id}:{m.uid}" for m in inbox[first][:7]]
-    for doc_id in lost:
-        client.delete(index=search.write_alias, id=doc_id, routing=doc_id.split(":")[0])
-    for m in inbox[second][:5]:
-        client.update(index=search.write_alias, id=f"{m.mailbox_id}:{m.uid}", routing=str(m.mailbox_id),
-                      body={"doc": {"isFlagged": True, "userFlags": ["stale"]}})
-    ctx.manager.set_flags(seeded.inbox[third], Flags.of(SystemFlag.SEEN), FlagsUpdateMode.ADD,
-                          uids=[m.uid for m in inbox[third][:3]])
-    gone = [m.uid for m in inbox[third][10:14]]
-    ctx.manager.set_flags(seeded.inbox[third], Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD, uids=gone)
-    ctx.manager.expunge(seeded.inbox[third], uids=gone)
-    assert len(truth(session)) == 296 and indexed(client, search) != truth(session)
-
-    fixed = run(session, stack, s3_blobs, spark_env, search, "--mode", "fixOutdated")
-    assert fixed["outcome"] == "COMPLETED", fixed
-    assert fixed["detected"] == {"missingDocument": 7, "outdatedDocument": 8, "orphanDocument": 4}
-    assert (fixed["indexedMessageCount"], fixed["fixedMessageCount"], fixed["deletedDocumentCount"],
-            fixed["failedMessageCount"], fixed["processedMessageCount"]) == (7, 8, 4, 0, 19)
-    assert fixed["scannedMessageCount"] == 296 and fixed["remaining"] == {}
-    assert indexed(client, search) == truth(session)
 
     again = run(session, stack, s3_blobs, spark_env, search, "--mode", "fixOutdated")
     assert again["detected"] == {} and again["outcome"] == "COMPLETED"
     assert again["processedMessageCount"] == 0
+
+
+def test_rerun_of_a_previous_runs_failures_reindexes_exactly_those(stack, spark_env, maintenance_keyspace,
+                                                                     s3_blobs, search):
+    """James's reIndexFailedMessagesOf: the previous run's report (in S3, where the job writes it) lists two
+    messages, one document whose message is gone, and one whole mailbox; the rerun touches those only."""
+    session = maintenance_keyspace
+    client = make_client(search, max_retries=3)
+    ctx = mailbox_context(session, s3_blobs)
+    seeded = seed_users(ctx, session, users=1, inbox_messages=6, archive_messages=3)
+    user = seeded.users[0]
+    inbox, archive = ctx.manager.get_messages(seeded.inbox[user]), ctx.manager.get_messages(seeded.archive[user])
+    # not listed, and out of date in the index: must stay as it is
+    untouched = inbox[0]
+    stale = {**build_document(untouched, ctx.manager.read_message(untouched.message_id), user, search.documents),
+             "isFlagged": True}
+    bulk_index(client, [stale], write_alias=search.write_alias, refresh=True)
+    inbox_id, archive_id = str(inbox[0].mailbox_id), str(archive[0].mailbox_id)
+    previous_key = f"reindex_mailboxes/webadmin__{uuid.uuid4()}"
+    write_report({"type": "full-reindexing", "outcome": "PARTIAL", "failedReprocessedMailCount": 3,
+                  "messageFailures": {inbox_id: [{"uid": inbox[2].uid}, {"uid": inbox[4].uid}, {"uid": 99}]},
+                  "mailboxFailures": [archive_id]},
+                 ReportLocation.for_run("full-reindexing", previous_key))
+    client.index(index=search.write_alias, id=f"{inbox_id}:99", routing=inbox_id, refresh=True,
+                 body={**stale, "uid": 99})   # listed, but its message is gone: deleted
+
+    report = run(session, stack, s3_blobs, spark_env, search, "--mode", "rebuildAll", "--failures-of", previous_key)
+    assert report["type"] == "error-recovery-indexation" and report["outcome"] == "COMPLETED", report
+    assert report["detected"] == {"missingDocument": 5, "orphanDocument": 1}
+    assert (report["indexedMessageCount"], report["deletedDocumentCount"], report["failedReprocessedMailCount"],
+            report["successfullyReprocessedMailCount"]) == (5, 1, 0, 6)
+    assert report["runningOptions"]["failuresOf"] == previous_key
+    expected = {f"{m.mailbox_id}:{m.uid}" for m in (inbox[2], inbox[4], *archive)} | {f"{inbox_id}:{untouched.uid}"}
+    now = indexed(client, search)
+    assert set(now) == expected
+    assert now[f"{inbox_id}:{untouched.uid}"] != truth(session)[f"{inbox_id}:{untouched.uid}"]   # not in scope
 
 
 def test_one_message_scope_touches_that_document_only(stack, spark_env, maintenance_keyspace, s3_blobs, search):
