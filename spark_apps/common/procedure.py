@@ -49,7 +49,7 @@ COMPLETED, PARTIAL, DRY_RUN = "COMPLETED", "PARTIAL", "DRY_RUN"
 
 @dataclass(frozen=True)
 class Outcome:
-    """What repairing one item did. ``counter`` names the report field a fix increments."""
+    """What repairing one item did. ``counter`` names the report field a fix (or a skip) increments."""
 
     status: str
     item: dict[str, Any]
@@ -267,8 +267,8 @@ class ProcedureRunner:
                     result.fixed.append(o["item"])
             elif o["status"] == FAILED:
                 result.failures.append({**o["item"], "error": o["error"]})
-            else:
-                counters["skippedResolvedMeanwhile"] += 1
+            else:   # a skip may say why (its counter); by default the item was resolved meanwhile
+                counters[o["counter"] or "skippedResolvedMeanwhile"] += 1
         result.counters = dict(counters)
         return result
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -132,12 +132,16 @@ def table_checksum(session: CassandraSession, *tables: str) -> str:
 
 
 def spark_submit(job: str, args: list[str], env: dict[str, str], *, timeout: int = 900,
-                 wait: bool = True) -> subprocess.CompletedProcess | subprocess.Popen:
-    """spark-submit of one of the platform's jobs, as the Airflow operator does it (local[2])."""
+                 wait: bool = True, py_files: Callable[[Path], Path] = build_py_files
+                 ) -> subprocess.CompletedProcess | subprocess.Popen:
+    """spark-submit of one of the platform's jobs, as the Airflow operator does it (local[2]).
+
+    ``py_files`` builds the zip the operator would ship (the mail-queue operator's ships the whole server).
+    """
     tmp = Path(tempfile.mkdtemp(prefix="spark-job-"))
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--driver-memory", "1g",
            "--conf", "spark.ui.enabled=false", "--jars", env["SPARK_CONNECTOR_JARS"],
-           "--py-files", str(build_py_files(tmp)), str(job_path(job)), *args]
+           "--py-files", str(py_files(tmp)), str(job_path(job)), *args]
     if wait:
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     # Files, not pipes: nobody reads while it runs, and a full pipe would block Spark's logging.
