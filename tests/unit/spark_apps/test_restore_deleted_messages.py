@@ -89,3 +89,40 @@ def test_entries_without_content_are_skipped_not_failures():
     assert restore_outcome({**base, "skippedContentNotFound": 1}) == "PARTIAL"
     assert restore_outcome({**base, "skippedContentNotFound": 2, "errors": [{"messageid": "x"}]}) == "PARTIAL"
     assert restore_outcome({"outcome": "DRY_RUN"}) == "DRY_RUN"
+
+
+def test_repair_appends_once_then_skips_and_skips_gone_content(monkeypatch):
+    """One entry's repair on the server's memory layer: restored with its id and date, then never twice."""
+    from mailserver.blob.memory import MemoryBlobStore
+    from mailserver.mailbox.wiring import memory_context
+    from mailserver.model.mailbox import MailboxPath
+    from mailserver.vault.memory import memory_vault
+    from mailserver.vault.query import Query
+    from mailserver.vault.restore import restore_mailbox
+    from spark_apps.common import vault_restore
+    from spark_apps.common.procedure import FIXED, SKIPPED
+
+    blobs = MemoryBlobStore()
+    mailbox, vault = memory_context(blobs), memory_vault(blobs)
+    job = RestoreDeletedMessages()
+    monkeypatch.setenv("S3_ENDPOINT", "http://127.0.0.1:9")
+    job.configure(ProcedureRunner(job).parse(["--user", OWNER.value, "--dry-run"])[0])
+    monkeypatch.setitem(vault_restore._CONTEXTS, job.access,
+                        vault_restore.RestoreContext(None, mailbox.manager, vault))
+    restore_mailbox(mailbox.manager, OWNER, "Restored-Messages")
+    kept, gone = deleted(OWNER, "invoice 1"), deleted(OWNER, "invoice 2")
+    raw = b"Subject: invoice 1\r\n\r\nbody\n\xe9--"
+    vault.append(kept, raw)
+    [item] = [dict(zip(("kind", "bucketname", "messageid", "deliverydate", "restoredid"), i, strict=True))
+              for i in matching_entries({"combinator": "and", "criteria": []}, OWNER.value, [row(kept)])]
+
+    first, again = job.repair(None, item), job.repair(None, item)
+    assert (first.status, first.counter) == (FIXED, "successfulRestoreCount")
+    assert (again.status, again.counter) == (SKIPPED, "skippedAlreadyRestored")
+    [restored] = mailbox.manager.get_messages(MailboxPath.of(OWNER, "Restored-Messages"))
+    assert restored.message_id == restored_message_id(OWNER, kept.message_id)
+    assert mailbox.manager.read_message(restored.message_id) == raw
+    missing = {**item, "messageid": str(gone.message_id),
+               "restoredid": str(restored_message_id(OWNER, gone.message_id))}
+    assert (job.repair(None, missing).status, job.repair(None, missing).counter) == (SKIPPED, "skippedContentNotFound")
+    assert [m.message_id for m in vault.search(OWNER, Query())] == [kept.message_id]   # the vault keeps it
