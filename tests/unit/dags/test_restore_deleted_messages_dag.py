@@ -61,6 +61,16 @@ def test_a_bad_user_or_query_fails_check_params(module):
             module.validate_params(params)
 
 
+def test_check_params_fails_the_run_without_retry_on_a_bad_query(dag):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    check = dag.get_task("check_params").python_callable
+    check(params={"user": "alice@example.com", "query": QUERY})
+    with pytest.raises(AirflowFailException, match="fieldName"):
+        check(params={"user": "alice@example.com", "query": {"fieldName": "colour", "operator": "equals",
+                                                              "value": "red"}})
+
+
 def test_params_become_job_options(module):
     args = module.job_args({"user": "alice@example.com", "query": QUERY, "restore_location": None,
                             "bucket_prefix": "", "blob_bucket": None})
