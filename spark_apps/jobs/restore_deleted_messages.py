@@ -21,6 +21,9 @@ Resumable: slices are checkpointed, and a restored entry is never appended twice
 so a killed run started again restores only the rest, and a second run finds nothing to do.
 Report: James's ``successfulRestoreCount`` and ``errorRestoreCount``, with the skipped entries
 (``skippedAlreadyRestored``, ``skippedContentNotFound``) and the entries matched.
+
+The executors run the server's code: submit it with the whole ``mailserver`` package (the DAG's
+``MailQueueSparkJob`` ships it), not the small shared subset of ``spark_apps.packaging``.
 """
 
 from __future__ import annotations
