@@ -3,7 +3,6 @@ the heavy steps in the Cassandra pool, the slice job given its data interval."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 from datetime import UTC, datetime
@@ -12,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from mailserver.cassandra.versions import LATEST
+from tests.unit.dags.dag_files import dag_module
 
 DAG_ID = "cassandra_schema_migration"
 TRANSITIONS = [f"to_{v}" for v in range(11, LATEST + 1)]
@@ -28,11 +28,7 @@ def dag():
 
 @pytest.fixture(scope="module")
 def module():
-    path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py")
-    spec = importlib.util.spec_from_file_location(f"{DAG_ID}_under_test", path)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    return dag_module(DAG_ID)
 
 
 def test_monthly_intervals_so_a_backfill_makes_one_run_per_month(dag):

@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
+
+from tests.unit.dags.dag_files import dag_module, parsed_dag
 
 DAG_ID = "purge_deleted_messages_vault"
 
 
 @pytest.fixture(scope="module")
 def dag():
-    from airflow.dag_processing.dagbag import DagBag
-
-    # This file only: the whole folder is checked by test_dag_integrity.py.
-    bag = DagBag(dag_folder=os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py"))
-    assert not bag.import_errors
-    return bag.get_dag(DAG_ID)
+    return parsed_dag(DAG_ID)
 
 
 @pytest.fixture(scope="module")
 def module():
-    path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py")
-    spec = importlib.util.spec_from_file_location(f"{DAG_ID}_under_test", path)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    return dag_module(DAG_ID)
 
 
 def test_runs_monthly_on_the_first_without_catchup(dag):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 
 import pytest
+
+from tests.unit.dags.dag_files import dag_module, parsed_dag
 
 DAG_ID = "restore_deleted_messages"
 QUERY = {"combinator": "and", "criteria": [{"fieldName": "subject", "operator": "contains", "value": "invoice"}]}
@@ -14,21 +14,12 @@ QUERY = {"combinator": "and", "criteria": [{"fieldName": "subject", "operator": 
 
 @pytest.fixture(scope="module")
 def dag():
-    from airflow.dag_processing.dagbag import DagBag
-
-    # This file only: the whole folder is checked by test_dag_integrity.py.
-    bag = DagBag(dag_folder=os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py"))
-    assert not bag.import_errors
-    return bag.get_dag(DAG_ID)
+    return parsed_dag(DAG_ID)
 
 
 @pytest.fixture(scope="module")
 def module():
-    path = os.path.join(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], f"{DAG_ID}.py")
-    spec = importlib.util.spec_from_file_location(f"{DAG_ID}_under_test", path)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    return dag_module(DAG_ID)
 
 
 def test_params_checked_then_gate_then_spark_job_then_report(dag):
