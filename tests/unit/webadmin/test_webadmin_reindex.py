@@ -8,6 +8,7 @@ import pytest
 from mailserver.airflow.api import DagRunState
 from mailserver.airflow.memory import MemoryDagRuns, succeed_with
 from mailserver.airflow.procedures import PROCEDURES
+from tests.support.events import eventually
 from tests.unit.webadmin.test_webadmin_procedures import REPORT, awaited, client  # noqa: F401 (fixture)
 from tests.unit.webadmin.webadmin_support import error
 
@@ -165,6 +166,8 @@ def test_reindex_failed_messages_of_an_unfinished_task_is_400(client, airflow): 
     airflow.dags[DAG].hold = True
     response = client.post("/mailboxes?task=reIndex")
     task_id = response.json()["taskId"]
+    # the worker triggers the held run on its own thread: wait for it, or ``refused`` would count it
+    eventually(lambda: len(airflow.triggered) == 1, timeout=10)
     body = refused(client, airflow, f"/mailboxes?task=reIndex&reIndexFailedMessagesOf={task_id}")
     assert body["message"] == "Invalid task id" and "not yet finished" in body["details"]
     client.delete(f"/tasks/{task_id}")
