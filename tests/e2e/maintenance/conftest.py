@@ -12,12 +12,15 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from include.connections import airflow_connections
 from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
+
+TEST_RETRY_DELAY = timedelta(seconds=1)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -65,6 +68,12 @@ def load_dag(dag_id: str) -> Any:
     assert bag.import_errors == {}
     dag = bag.get_dag(dag_id)
     assert dag is not None, f"no DAG {dag_id}"
+    # dag.test() sleeps through each retry delay (30 s to 2 min here). Tests that make a task fail
+    # keep its retries (they assert on every attempt) but not the wait; the DAGs' real delays are
+    # checked by tests/unit/dags.
+    for task in dag.tasks:
+        task.retry_delay = TEST_RETRY_DELAY
+        task.retry_exponential_backoff = False
     return dag
 
 
