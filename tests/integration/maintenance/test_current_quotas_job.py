@@ -3,7 +3,7 @@
 Mail goes through the mailbox manager (Cassandra + the real S3); the quota listener's counter
 UPDATE fails on every attempt for one append, one expunge and one mailbox deletion. Checked with
 CQL by the test: ``--user`` touching one root only, and components without data refused. The whole
-job (counters, dry run, second run) is shown through Airflow in
+job (counters, dry run, verify pass) is shown through Airflow in
 ``tests/e2e/maintenance/test_recompute_current_quotas_dag.py``.
 """
 

@@ -1,6 +1,6 @@
 """The mailbox-counters repair of one mailbox: it recomputes at repair time (what changed since
 the detection counts) and never brings back the counters of a deleted mailbox. The whole job
-(counters, trusting the projection or not, dry run, second run) is shown through Airflow in
+(counters, trusting the projection or not, dry run, verify pass) is shown through Airflow in
 ``tests/e2e/maintenance/test_recompute_mailbox_counters_dag.py``.
 """
 

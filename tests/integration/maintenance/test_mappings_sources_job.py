@@ -1,5 +1,5 @@
 """The RRT mapping-sources repair of one item: its re-read of ``rrt`` leaves alone what changed
-since the detection. The whole job (counters, dry run, second run) is shown through Airflow in
+since the detection. The whole job (counters, dry run, verify pass) is shown through Airflow in
 ``tests/e2e/maintenance/test_solve_mappings_sources_inconsistencies_dag.py``.
 """
 

@@ -1,6 +1,6 @@
 """The message-inconsistency Spark job through spark-submit: a killed repair resumes from its checkpoints.
 
-Counters, dry run and second run are shown through Airflow in
+Counters, dry run and verify pass are shown through Airflow in
 ``tests/e2e/maintenance/test_solve_message_inconsistencies_dag.py`` (the same job: the suite runs
 each Spark scenario once). Checked with CQL by the test, never by the job.
 """
