@@ -15,6 +15,11 @@ a trailing dot. Names that reach storage through WebAdmin go through here first:
   ``@`` at most; a local part of at most 64 characters (RFC 5321 4.5.3.1.1) without any of
   James's forbidden ``"(),:; <>@[\\]`` (nor ``/``, which WebAdmin paths cannot carry); the domain
   part as above; then ``Username.of`` (lower case).
+* **mail address** stored in the recipient rewrite table (alias sources, group addresses and
+  members, forward and address-mapping targets): as a user name with a domain part, then
+  ``MailAddress.of``; a **mapping source** (``user@domain``, ``*@domain`` or a bare domain)
+  likewise, ``*`` allowed on either side; a **regex or error mapping** value: no control,
+  format or private-use code point (spaces stay allowed, a pattern may need them).
 
 Lookups and deletions keep the lenient parsers, so a name stored before these rules can still
 be found and removed.
@@ -24,7 +29,16 @@ from __future__ import annotations
 
 import unicodedata
 
-from mailserver.model.address import Domain, InvalidAddress, Username
+from mailserver.model.address import Domain, InvalidAddress, MailAddress, Username
+from mailserver.rrt.mapping import (
+    ADDRESS_TYPES,
+    DOMAIN_TYPES,
+    WILDCARD,
+    InvalidMapping,
+    Mapping,
+    MappingSource,
+    MappingType,
+)
 
 MAX_USERNAME = 255        # James's Username.MAXIMUM_MAIL_ADDRESS_LENGTH
 MAX_LOCAL_PART = 64       # RFC 5321 4.5.3.1.1
@@ -43,13 +57,19 @@ def check_text(raw: str, what: str) -> None:
     """Not empty, no control or invisible code point, no white space, NFKC-stable."""
     if not raw:
         raise InvalidName(f"{what} must not be empty")
-    for char in raw:
-        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or char.isspace():
-            raise InvalidName(f"{what} {raw!r} contains the forbidden character U+{ord(char):04X}")
+    check_code_points(raw, what, spaces=False)
     normal = unicodedata.normalize("NFKC", raw)
     if normal != raw:
         raise InvalidName(f"{what} {raw!r} is not in Unicode normal form NFKC (fullwidth or compatibility "
                           f"characters); write it {normal!r}")
+
+
+def check_code_points(raw: str, what: str, *, spaces: bool) -> None:
+    """No control, format, private-use, unassigned or surrogate code point (nor white space unless ``spaces``)."""
+    for char in raw:
+        category = unicodedata.category(char)
+        if category in _FORBIDDEN_CATEGORIES or (char.isspace() and not (spaces and category == "Zs")):
+            raise InvalidName(f"{what} {raw!r} contains the forbidden character U+{ord(char):04X}")
 
 
 def domain(raw: str) -> Domain:
@@ -78,23 +98,71 @@ def _check_label(raw: str, label: str) -> None:
         raise InvalidName(f"domain {raw!r}: a label must not start or end with '-' or '_'")
 
 
+def _check_local_part(raw: str, local: str, what: str) -> None:
+    if not local:
+        raise InvalidName(f"{what} {raw!r} has an empty local part")
+    if len(local) > MAX_LOCAL_PART:
+        raise InvalidName(f"{what} {raw!r} has a local part longer than {MAX_LOCAL_PART} characters")
+    bad = next((c for c in local if c in ILLEGAL_LOCAL_PART), None)
+    if bad is not None:
+        raise InvalidName(f"{what} {raw!r} must not contain any of {''.join(sorted(ILLEGAL_LOCAL_PART))!r} "
+                          f"(found {bad!r})")
+
+
 def username(raw: str) -> Username:
     """The normalised user name; raises InvalidName."""
     check_text(raw, "username")
     if len(raw) > MAX_USERNAME:
         raise InvalidName(f"username is longer than {MAX_USERNAME} characters")
     local, at, domain_part = raw.partition("@")
-    if not local:
-        raise InvalidName(f"username {raw!r} has an empty local part")
-    if len(local) > MAX_LOCAL_PART:
-        raise InvalidName(f"username {raw!r} has a local part longer than {MAX_LOCAL_PART} characters")
-    bad = next((c for c in local if c in ILLEGAL_LOCAL_PART), None)
-    if bad is not None:
-        raise InvalidName(f"username {raw!r} must not contain any of {''.join(sorted(ILLEGAL_LOCAL_PART))!r} "
-                          f"(found {bad!r})")
+    _check_local_part(raw, local, "username")
     if at:
         domain(domain_part)
     try:
         return Username.of(raw)
     except InvalidAddress as exc:
+        raise InvalidName(str(exc)) from None
+
+
+def address(raw: str, what: str = "address") -> MailAddress:
+    """A mail address about to be stored (a user name's rules, the domain part required); raises InvalidName."""
+    check_text(raw, what)
+    if "@" not in raw:
+        raise InvalidName(f"{what} {raw!r} has no domain part")
+    local, _, domain_part = raw.rpartition("@")
+    _check_local_part(raw, local, what)
+    domain(domain_part)
+    try:
+        return MailAddress.of(raw)
+    except InvalidAddress as exc:
+        raise InvalidName(str(exc)) from None
+
+
+def mapping_source(raw: str) -> MappingSource:
+    """A rewrite-table source about to be stored: ``user@domain``, ``*@domain`` or a bare domain."""
+    check_text(raw, "mapping source")
+    local, at, domain_part = raw.rpartition("@")
+    if at and local != WILDCARD:
+        _check_local_part(raw, local, "mapping source")
+    if domain_part != WILDCARD:
+        domain(domain_part)
+    try:
+        return MappingSource.parse(raw)
+    except (InvalidAddress, InvalidMapping) as exc:
+        raise InvalidName(str(exc)) from None
+
+
+def mapping(kind: MappingType, value: str) -> Mapping:
+    """A mapping about to be stored: its address or domain checked as above, any other value for code points."""
+    if not isinstance(value, str):
+        raise InvalidName(f"{kind.james_name} mapping value must be a string, got {value!r}")
+    if kind in ADDRESS_TYPES:
+        address(value, f"{kind.james_name} mapping")
+    elif kind in DOMAIN_TYPES:
+        domain(value)
+    else:
+        check_code_points(value, f"{kind.james_name} mapping", spaces=True)
+    try:
+        return Mapping.of(kind, value)
+    except InvalidMapping as exc:
         raise InvalidName(str(exc)) from None
