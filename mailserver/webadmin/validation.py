@@ -10,11 +10,13 @@ a trailing dot. Names that reach storage through WebAdmin go through here first:
 * **domain** (James's ``org.apache.james.core.Domain``): at most 253 characters; labels
   separated by single dots (no empty label, so no leading, trailing or doubled dot), each of
   letters, digits, ``-`` and ``_``, neither starting nor ending with ``-`` or ``_``, at most 63
-  characters; then ``Domain.of`` (lower case, IDNA, its label check);
+  characters, a Unicode label unchanged by IDNA 2003's mapping (``straße`` is not ``strasse``
+  under IDNA 2008); then ``Domain.of`` (lower case, IDNA, its label check);
 * **user name** (James's ``Username`` and ``UsersRepositoryImpl``): at most 255 characters, one
   ``@`` at most; a local part of at most 64 characters (RFC 5321 4.5.3.1.1) without any of
   James's forbidden ``"(),:; <>@[\\]`` (nor ``/``, which WebAdmin paths cannot carry); the domain
-  part as above; then ``Username.of`` (lower case).
+  part as above and spelled as the domain is stored (``bücher.example`` ->
+  ``xn--bcher-kva.example``, what SMTP looks up); then ``Username.of`` (lower case).
 * **mail address** stored in the recipient rewrite table (alias sources, group addresses and
   members, forward and address-mapping targets): as a user name with a domain part, then
   ``MailAddress.of``; a **mapping source** (``user@domain``, ``*@domain`` or a bare domain)
@@ -96,6 +98,21 @@ def _check_label(raw: str, label: str) -> None:
         raise InvalidName(f"domain {raw!r}: {bad!r} is not allowed (letters, digits, '-' and '_' only)")
     if label[0] in _LABEL_EDGES or label[-1] in _LABEL_EDGES:
         raise InvalidName(f"domain {raw!r}: a label must not start or end with '-' or '_'")
+    if not label.isascii():
+        _check_idna_label(raw, label)
+
+
+def _check_idna_label(raw: str, label: str) -> None:
+    """A Unicode label must come back from its stored (IDNA 2003) form unchanged: ``straße`` would be
+    stored as ``strasse`` and a final sigma as a sigma, other domains under IDNA 2008."""
+    lowered = label.lower()
+    try:
+        back = lowered.encode("idna").decode("idna")
+    except UnicodeError as exc:
+        raise InvalidName(f"domain {raw!r}: the label {label!r} is not a valid IDN label: {exc}") from None
+    if back != lowered:
+        raise InvalidName(f"domain {raw!r}: the label {label!r} would be stored as {back!r} (IDNA 2003 "
+                          f"mapping); give the domain in its ASCII form (xn--...)")
 
 
 def _check_local_part(raw: str, local: str, what: str) -> None:
@@ -116,10 +133,10 @@ def username(raw: str) -> Username:
         raise InvalidName(f"username is longer than {MAX_USERNAME} characters")
     local, at, domain_part = raw.partition("@")
     _check_local_part(raw, local, "username")
-    if at:
-        domain(domain_part)
+    # The domain part spelled as the domain is stored (IDNA), or mail to the user never finds it.
+    name = f"{local}@{domain(domain_part).name}" if at else raw
     try:
-        return Username.of(raw)
+        return Username.of(name)
     except InvalidAddress as exc:
         raise InvalidName(str(exc)) from None
 
