@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mailserver.model.address import MailAddress
+from mailserver.model.address import MailAddress, Username
 from mailserver.queue.memory import MemoryMailQueue
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
@@ -58,3 +58,21 @@ def test_smtp_finds_the_user_created_with_the_unicode_spelling(client, ctx):
         smtp.close()
     (mail,) = drain(spool)
     assert [str(r) for r in mail.recipients] == [f"alice@{PUNYCODE}"]
+
+
+def test_the_unicode_spelling_finds_verifies_and_deletes_the_stored_user(client, ctx):
+    client.put("/domains/b%C3%BCcher.example")
+    client.put("/users/alice@b%C3%BCcher.example", json={"password": "secret"})
+    assert client.head("/users/alice@b%C3%BCcher.example").status_code == 200
+    assert client.post("/users/alice@b%C3%BCcher.example/verify", json={"password": "secret"}).status_code == 204
+    assert client.get("/users/alice@b%C3%BCcher.example/allowedFromHeaders").json() == [f"alice@{PUNYCODE}"]
+    assert client.delete("/users/alice@b%C3%BCcher.example").status_code == 204
+    assert list(ctx.users.list_users()) == []
+
+
+def test_a_user_stored_with_a_unicode_domain_part_before_can_still_be_deleted(client, ctx):
+    ctx.domains.add("b\u00fccher.example")
+    ctx.users.add_user(Username.of("old@b\u00fccher.example"), "secret")   # as an older version stored it
+    assert client.head("/users/old@b%C3%BCcher.example").status_code == 200
+    assert client.delete("/users/old@b%C3%BCcher.example").status_code == 204
+    assert list(ctx.users.list_users()) == []
