@@ -56,8 +56,29 @@ def _chunks(source: bytes | BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
 _SEPARATOR = re.compile(rb"\r?\n\r?\n")
 
 
+_FIELD_LINE = re.compile(rb"[!-9;-~]+[ \t]*:")   # a field name, optional blanks, the colon (mailets/mime.py)
+
+
+def _end_of_fields(buffer: bytearray) -> int:
+    """Offset of the first complete line after the first one that is neither a header field nor a
+    continuation line (where readers such as ``mailets/mime.py`` see the body start), or -1."""
+    offset = 0
+    while (newline := buffer.find(b"\n", offset)) >= 0:
+        line = buffer[offset:newline + 1]
+        if offset and line[:1] not in (b" ", b"\t") and not _FIELD_LINE.match(line):
+            return offset
+        offset = newline + 1
+    return -1
+
+
 def split(source: bytes | BinaryIO | Iterable[bytes]) -> SplitMessage:
-    """Header = everything up to and including the first empty line; the rest is the body."""
+    """Header = everything up to and including the first empty line; the rest is the body.
+
+    Without an empty line the whole message is header (a header-only message; readers take
+    its fields out, ``mailets/mime.py``), up to ``MAX_HEADER_BYTES``: past that, the header
+    ends at the first line that is not a field (a body sent without the empty line, which
+    SMTP has to accept), and only a message whose first MiB is all fields is refused.
+    """
     buffer = bytearray()
     chunks = iter(_chunks(source))
     header_end = -1
@@ -68,7 +89,10 @@ def split(source: bytes | BinaryIO | Iterable[bytes]) -> SplitMessage:
             header_end = match.end()
             break
         if len(buffer) > MAX_HEADER_BYTES:
-            raise MalformedMessage(f"no end of header within {MAX_HEADER_BYTES} bytes")
+            header_end = _end_of_fields(buffer)
+            if header_end < 0:
+                raise MalformedMessage(f"no end of header within {MAX_HEADER_BYTES} bytes")
+            break
     if not buffer:
         raise MalformedMessage("empty message")
     if header_end < 0:  # a message with no body: all header

@@ -26,7 +26,7 @@ from mailserver.mailbox.content import MalformedMessage
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, OverQuota
 from mailserver.mailets.api import Mailet, Params
 from mailserver.mailets.delivery_id import delivery_message_id
-from mailserver.mailets.mime import edit_header
+from mailserver.mailets.mime import edit_header, separated
 from mailserver.mailets.rewrite import RRT_ERROR, rewrite_recipients
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import ERROR, GHOST, Mail
@@ -108,7 +108,8 @@ class LocalDelivery(Mailet):
         own = tuple((h.name, h.value) for h in mail.per_recipient_headers
                     if h.recipient.lower() == str(recipient).lower())
         return_path = f"<{mail.sender}>" if mail.sender else "<>"
-        data = edit_header(header, remove=(RETURN_PATH,), prepend=((RETURN_PATH, return_path),), add=own) + body
+        edited = edit_header(header, remove=(RETURN_PATH,), prepend=((RETURN_PATH, return_path),), add=own)
+        data = separated(edited, body_follows=bool(body)) + body
         inbox = MailboxPath.inbox(self.context.username_of(recipient))
         manager = self.context.mailboxes
         message_id = delivery_message_id(mail.name, recipient)

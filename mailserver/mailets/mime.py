@@ -97,6 +97,19 @@ def edit_header(header: bytes, *, remove: tuple[str, ...] = (), add: tuple[tuple
     return b"".join(head + kept + tail) + rest
 
 
+def separated(header: bytes, *, body_follows: bool) -> bytes:
+    """``header`` ended by the empty line when a body follows it and it has none.
+
+    The store splits a message whose body starts without the empty line at the first non-field
+    line once the header would exceed a MiB (``mailbox/content.split``): its header is then only
+    fields, and the line edited fields need before that body has to be added here.
+    """
+    if not body_follows:
+        return header
+    fields, rest = split_fields(header)
+    return header + _eol(fields) if fields and not rest else header
+
+
 def rewrite_header(contents: MimeMessageStore, content: MailContent,
                    edit: Callable[[bytes], bytes]) -> MailContent:
     """New content whose header is ``edit(old header)``; a stored body keeps its blob."""
@@ -104,8 +117,9 @@ def rewrite_header(contents: MimeMessageStore, content: MailContent,
     new = edit(old)
     if new == old:
         return content
+    data = b"" if content.stored else content.data or b""
+    new = separated(new, body_follows=(content.size if content.stored else len(data)) > len(old))
     if not content.stored:
-        data = content.data or b""
         return MailContent.of_bytes(new + data[len(old):])
     blobs = contents.blobs
     header_id = blobs.save(blobs.default_bucket, new, StoragePolicy.SIZE_BASED)

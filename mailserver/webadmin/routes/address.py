@@ -13,6 +13,7 @@ from mailserver.webadmin.routes.rrt_support import (
     check_no_loop,
     is_user,
     make_rewriter,
+    new_address,
     parse_address,
     source_json,
     write,
@@ -53,7 +54,7 @@ def router(domains: DomainList, users: UsersRepository, rrt: RecipientRewriteTab
 
     @api.put("/address/groups/{group}/{member}", status_code=NO_CONTENT, summary="Add a member (creates the group)")
     def add_member(group: str, member: str) -> Response:
-        g, m = parse_address(group, "group address"), parse_address(member, "member address")
+        g, m = new_address(group, "group address"), new_address(member, "member address")
         others = [x for x in rrt.get_stored_mappings(str(g)) if x.type is not MappingType.GROUP]
         if is_user(users, g) or others:
             raise conflict("Requested group address is already used for another purpose",
@@ -87,7 +88,7 @@ def router(domains: DomainList, users: UsersRepository, rrt: RecipientRewriteTab
 
     @api.put("/address/forwards/{user}/targets/{destination}", status_code=NO_CONTENT, summary="Add a forward")
     def add_forward(user: str, destination: str) -> Response:
-        base, dest = parse_address(user, "base address"), parse_address(destination, "destination address")
+        base, dest = parse_address(user, "base address"), new_address(destination, "destination address")
         if not is_user(users, base):
             raise not_found("Requested base forward address does not correspond to a user", str(base))
         if str(base).lower() != str(dest).lower():   # forwarding to oneself keeps a local copy: no loop
@@ -113,7 +114,7 @@ def router(domains: DomainList, users: UsersRepository, rrt: RecipientRewriteTab
 
     @api.put("/address/aliases/{user}/sources/{alias}", status_code=NO_CONTENT, summary="Add an alias")
     def add_alias(user: str, alias: str) -> Response:
-        target, source = parse_address(user, "user address"), parse_address(alias, "alias address")
+        target, source = new_address(user, "user address"), new_address(alias, "alias address")
         if str(target).lower() == str(source).lower():
             raise bad_request("Source and destination can't be the same!")
         if is_user(users, source):

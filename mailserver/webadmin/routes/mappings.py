@@ -14,8 +14,17 @@ from mailserver.model.address import InvalidAddress
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.rrt.mapping import InvalidMapping, Mapping, MappingSource, MappingType
 from mailserver.webadmin.errors import bad_request, not_found
-from mailserver.webadmin.routes.domains import parse_domain
-from mailserver.webadmin.routes.rrt_support import check_no_loop, make_rewriter, parse_address, source_json, write
+from mailserver.webadmin.routes.domains import new_domain, parse_domain
+from mailserver.webadmin.routes.rrt_support import (
+    check_no_loop,
+    make_rewriter,
+    new_address,
+    new_mapping,
+    new_source,
+    parse_address,
+    source_json,
+    write,
+)
 
 NO_CONTENT = 204
 TEXT_BODY = {"requestBody": {"content": {"text/plain": {"schema": {"type": "string"}}}, "required": True}}
@@ -51,15 +60,15 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
             raise not_found(f"Cannot find mappings for {d.name}")
         return values
 
-    async def destination(request: Request) -> str:
+    async def destination(request: Request, *, new: bool = False) -> str:
         text = (await request.body()).decode("utf-8", "replace").strip()
-        parse_domain(text)
+        (new_domain if new else parse_domain)(text)
         return text
 
     @api.put("/domainMappings/{source}", status_code=NO_CONTENT, openapi_extra=TEXT_BODY,
              summary="Map a source domain to the destination domain in the body")
     async def add_domain_mapping(source: str, request: Request) -> Response:
-        d, dest = parse_domain(source), await destination(request)
+        d, dest = new_domain(source), await destination(request, new=True)
         await run_in_threadpool(write, lambda: rrt.add_domain_mapping(d, dest))
         return Response(status_code=NO_CONTENT)
 
@@ -73,7 +82,8 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
     # -- regex and raw address mappings ----------------------------------------------------------
     @api.post("/mappings/regex/{source}/targets/{regex:path}", status_code=NO_CONTENT, summary="Add a regex mapping")
     def add_regex(source: str, regex: str) -> Response:
-        s = parse_source(source)
+        s = new_source(source)
+        new_mapping(MappingType.REGEX, regex)
         write(lambda: rrt.add_regex_mapping(s, regex))
         return Response(status_code=NO_CONTENT)
 
@@ -87,7 +97,7 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
     @api.post("/mappings/address/{source}/targets/{destination}", status_code=NO_CONTENT,
               summary="Add an address mapping")
     def add_address(source: str, destination: str) -> Response:
-        s, dest = parse_address(source, "source address"), parse_address(destination, "destination address")
+        s, dest = new_address(source, "source address"), new_address(destination, "destination address")
         if str(s).lower() != str(dest).lower():
             check_no_loop(rewriter, s, dest)
         write(lambda: rrt.add_address_mapping(s, dest))
@@ -110,12 +120,14 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
         # Everything is validated before the first write: a bad entry means nothing is imported.
         pairs = []
         for raw_source, entries in body.items():
-            source = parse_source(raw_source)
+            source = new_source(raw_source)
             for entry in entries:
                 try:
-                    pairs.append((source, Mapping.of(MappingType.from_name(str(entry["type"])), entry["mapping"])))
+                    kind = MappingType.from_name(str(entry["type"]))
+                    value = entry["mapping"]
                 except (KeyError, InvalidMapping) as exc:
                     raise bad_request(f"Invalid mapping {json.dumps(entry)} for {raw_source}: {exc}") from exc
+                pairs.append((source, new_mapping(kind, value)))
         for source, mapping in pairs:
             rrt.add_mapping(source, mapping)
         return Response(status_code=NO_CONTENT)

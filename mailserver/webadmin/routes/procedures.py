@@ -31,7 +31,7 @@ from mailserver.users.api import UsersRepository
 from mailserver.webadmin.errors import SERVER_ERROR, WebAdminError, bad_request, not_found
 from mailserver.webadmin.routes import params
 from mailserver.webadmin.routes.tasks import submitted
-from mailserver.webadmin.routes.users import parse_username
+from mailserver.webadmin.routes.users import stored_username
 
 if TYPE_CHECKING:
     from mailserver.imap.subscriptions import SubscriptionStore
@@ -152,7 +152,7 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
         return await submitter.submit(procedure, conf)
 
     def existing_user(username: str) -> dict[str, str]:
-        user = parse_username(username)
+        user = stored_username(users, username)
         if not users.contains(user):
             raise not_found(f"User {user} does not exist")
         return {"username": user.value}
@@ -196,7 +196,7 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
         supported = [*USER_TASKS, SUBSCRIBE_ALL]
         if params.selector(request.query_params.get("task"), "task", supported) != SUBSCRIBE_ALL:
             return await selected(request, "task", USER_TASKS, lambda: existing_user(username))
-        user = parse_username(username)
+        user = stored_username(users, username)
         if not await run_in_threadpool(users.contains, user):
             raise not_found(f"User '{user}' does not exist")
         return submitted(await run_in_threadpool(tasks.submit, subscribe_all(user)))

@@ -33,7 +33,7 @@ from mailserver.webadmin import quota_json
 from mailserver.webadmin.errors import WRONG_STATE, WebAdminError, bad_request, not_found
 from mailserver.webadmin.routes import params
 from mailserver.webadmin.routes.domains import parse_domain
-from mailserver.webadmin.routes.users import parse_username
+from mailserver.webadmin.routes.users import stored_username
 
 NO_CONTENT = 204
 TYPES = {"count": QuotaType.COUNT, "size": QuotaType.SIZE}
@@ -70,7 +70,7 @@ def router(quota: QuotaStore, users: UsersRepository, domains: DomainList) -> AP
     user_quotas = UserQuotas(quota)
 
     def existing_user(raw: str) -> Username:
-        user = parse_username(raw)
+        user = stored_username(users, raw)
         if not users.contains(user):
             raise not_found("User not found")
         return user

@@ -11,17 +11,43 @@ from mailserver.rrt.api import (
     SameSourceAndDestination,
     SourceDomainNotManaged,
 )
-from mailserver.rrt.mapping import InvalidMapping, MappingSource
+from mailserver.rrt.mapping import InvalidMapping, Mapping, MappingSource, MappingType
 from mailserver.rrt.resolver import MappingErrorException, RecipientRewriter, RecursionLoopError
 from mailserver.users.api import UsersRepository
+from mailserver.webadmin import validation
 from mailserver.webadmin.errors import bad_request, conflict
 
 
 def parse_address(raw: str, what: str = "address") -> MailAddress:
+    """Lenient: finds (and removes) mappings whatever their spelling, older rows included."""
     try:
         return MailAddress.of(raw)
     except InvalidAddress as exc:
         raise bad_request(f"The {what} is not an email address: {exc}") from exc
+
+
+def new_address(raw: str, what: str = "address") -> MailAddress:
+    """Strict: an address about to be stored in the table (``validation.address``)."""
+    try:
+        return validation.address(raw, what)
+    except InvalidAddress as exc:
+        raise bad_request(f"The {what} is not an email address: {exc}") from exc
+
+
+def new_source(raw: str) -> MappingSource:
+    """Strict: a mapping source about to be stored (``validation.mapping_source``)."""
+    try:
+        return validation.mapping_source(raw)
+    except InvalidAddress as exc:
+        raise bad_request(f"Invalid mapping source {raw!r}: {exc}") from exc
+
+
+def new_mapping(kind: MappingType, value: str) -> Mapping:
+    """Strict: a mapping about to be stored (``validation.mapping``)."""
+    try:
+        return validation.mapping(kind, value)
+    except InvalidAddress as exc:
+        raise bad_request(f"Invalid {kind.james_name} mapping {value!r}: {exc}") from exc
 
 
 def source_json(source: MappingSource) -> str:

@@ -32,7 +32,7 @@ from mailserver.tasks.manager import TaskManager
 from mailserver.users.api import UsersRepository
 from mailserver.webadmin.errors import SERVER_ERROR, WebAdminError, bad_request, not_found
 from mailserver.webadmin.routes.tasks import submitted
-from mailserver.webadmin.routes.users import parse_username
+from mailserver.webadmin.routes.users import stored_username
 
 NO_CONTENT = 204
 FORBIDDEN_CHARACTERS = "%*\r\n"
@@ -70,7 +70,7 @@ def router(mailboxes: MailboxManager, users: UsersRepository, tasks: TaskManager
     api = APIRouter(tags=["user mailboxes"])
 
     def checked_user(raw: str, request: Request, message: str) -> Username:
-        user = parse_username(raw)
+        user = stored_username(users, raw)
         if "force" not in request.query_params and not users.contains(user):
             raise not_found(message, "User does not exist")
         return user

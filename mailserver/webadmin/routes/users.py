@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, StrictStr
 
-from mailserver.model.address import InvalidAddress, MailAddress, Username
+from mailserver.model.address import Domain, InvalidAddress, MailAddress, Username
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.rrt.mapping import Mapping
 from mailserver.users.api import (
@@ -35,6 +35,19 @@ def parse_username(raw: str) -> Username:
         raise bad_request(str(exc)) from exc
 
 
+def stored_username(users: UsersRepository, raw: str) -> Username:
+    """Lenient, and the spelling the user is stored under: a Unicode domain part is stored in its
+    IDNA form (``new_username``), a name stored before that keeps its Unicode one."""
+    user = parse_username(raw)
+    local, at, domain = user.value.rpartition("@")
+    if not at or domain.isascii() or users.contains(user):
+        return user
+    try:
+        return Username.of(f"{local}@{Domain.of(domain).name}")
+    except InvalidAddress:
+        return user
+
+
 def new_username(raw: str) -> Username:
     """Strict: a name about to be stored (``validation.username``)."""
     try:
@@ -52,7 +65,7 @@ def router(users: UsersRepository, rrt: RecipientRewriteTable) -> APIRouter:
 
     @api.head("/users/{username}", summary="200 if the user exists, 404 otherwise")
     def exists(username: str) -> Response:
-        user = parse_username(username)
+        user = stored_username(users, username)
         if not users.contains(user):
             raise not_found(f"User {user} does not exist")
         return Response(status_code=200)
@@ -76,15 +89,15 @@ def router(users: UsersRepository, rrt: RecipientRewriteTable) -> APIRouter:
 
     @api.post("/users/{username}/verify", status_code=NO_CONTENT, summary="204 if the password is right, else 401")
     def verify(username: str, body: PasswordBody) -> Response:
-        parse_username(username)
-        if not users.verify(username, body.password):
+        user = stored_username(users, username)
+        if not users.verify(user, body.password):
             # Same answer for an unknown user and a wrong password (James).
             raise WebAdminError(401, "Wrong credentials", None, "InvalidArgument")
         return Response(status_code=NO_CONTENT)
 
     @api.delete("/users/{username}", status_code=NO_CONTENT, summary="Delete a user (204 even if absent)")
     def delete(username: str) -> Response:
-        user = parse_username(username)
+        user = stored_username(users, username)
         try:
             users.remove_user(user)
         except UserNotFound:
@@ -93,7 +106,7 @@ def router(users: UsersRepository, rrt: RecipientRewriteTable) -> APIRouter:
 
     @api.get("/users/{username}/allowedFromHeaders", summary="Addresses the user may send as")
     def allowed_from(username: str) -> list[str]:
-        user = parse_username(username)
+        user = stored_username(users, username)
         if not users.contains(user):
             raise not_found(f"User {user} does not exist")
         try:

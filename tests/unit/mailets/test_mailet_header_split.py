@@ -63,3 +63,21 @@ def test_set_mime_header_on_stored_content_without_the_empty_line(env: Env):
     raw = env.contents.read(mail.content)
     assert raw == b"Subject: s\r\nX-Scanned: yes\r\n\r\nbody text\r\n"
     assert mail.content.size == len(raw)
+
+
+LONG_BODY = b"body text\r\n" * 100_000   # past the store's 1 MiB header limit: split at "body text"
+
+
+def test_set_mime_header_on_a_long_body_without_the_empty_line(env: Env):
+    mail = make_mail("alice@example.com", data=b"Subject: s\r\n" + LONG_BODY)
+    mail.content = env.contents.save(mail.content)
+    assert env.contents.read_header(mail.content) == b"Subject: s\r\n"   # fields only, the body after
+    mailet(SetMimeHeader, env, name="X-Scanned", value="yes").service(mail)
+    raw = env.contents.read(mail.content)
+    assert raw == b"Subject: s\r\nX-Scanned: yes\r\n\r\n" + LONG_BODY
+    assert mail.content.size == len(raw)
+
+
+def test_delivery_of_a_long_body_without_the_empty_line(env: Env):
+    stored = deliver(env, b"Subject: long\r\n" + LONG_BODY)
+    assert stored == SENT + b"Subject: long\r\nDelivered-To: alice@example.com\r\n\r\n" + LONG_BODY

@@ -81,3 +81,14 @@ def test_a_body_without_the_empty_line_stays_the_body(env: Env, smtp):
     delivered(env)
     (stored,) = env.inbox("alice@example.com")
     assert stored.endswith(b"\r\nSubject: no blank line\r\nDelivered-To: alice@example.com\r\n\r\nhello world\r\n")
+
+
+def test_a_long_body_without_the_empty_line_is_accepted_and_stays_the_body(env: Env, smtp):
+    """Past the store's 1 MiB header limit it was refused (554 5.6.0) for want of an end of header."""
+    body = b"body text line\r\n" * 70_000   # 1.1 MB
+    replies = dialogue(smtp.port, ["<alice@example.com>"], b"Subject: long, no blank line\r\n" + body)
+    assert replies[-1].startswith("250 2.6.0")
+    delivered(env)
+    (stored,) = env.inbox("alice@example.com")
+    assert stored.endswith(b"\r\nSubject: long, no blank line\r\nDelivered-To: alice@example.com\r\n\r\n" + body)
+
