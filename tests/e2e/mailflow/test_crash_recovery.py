@@ -16,6 +16,7 @@ no reply), so only those attempts may add a copy.
 from __future__ import annotations
 
 import os
+import re
 import smtplib
 import threading
 import time
@@ -143,14 +144,20 @@ def test_sigkills_during_intake_and_processing_deliver_every_accepted_mail_once(
         manager = cassandra_context(cassandra, S3BlobStore(S3Config.from_env(env))).manager
         parser = BytesHeaderParser()
 
+        transactions = Counter[tuple[str, str]]()   # (Message-ID, SMTP session id) of every stored copy
+
         def delivered() -> Counter[str]:
             found = Counter[str]()
+            transactions.clear()
             for address in recipients:
                 path = MailboxPath.inbox(Username.of(address))
                 if manager.mailbox_exists(path):
                     for metadata in manager.get_messages(path):
                         headers = parser.parsebytes(manager.read_message(metadata.message_id))
-                        found[headers["Message-ID"].strip("<>")] += 1
+                        message_id = headers["Message-ID"].strip("<>")
+                        found[message_id] += 1
+                        session = re.search(r"\bID (\S+)", headers["Received"] or "")
+                        transactions[message_id, session.group(1) if session else ""] += 1
             return found
 
         def all_delivered() -> Counter[str] | None:
@@ -164,12 +171,16 @@ def test_sigkills_during_intake_and_processing_deliver_every_accepted_mail_once(
         missing = sender.accepted - set(found)
         extra = {m: n - 1 for m, n in found.items() if n > 1}
         unexplained = {m: n for m, n in extra.items() if n > sender.unanswered[m]}
+        # One SMTP transaction (one session; a client sends a mail at most once per session) stored twice
+        # can only be a spool item delivered again: never allowed, whatever the client saw.
+        twice = sorted(t for t, n in transactions.items() if n > 1)
         print(f"\n[crash] {MAILS} mails, {CLIENTS} sessions, kills after {kills_at} accepted; "
               f"client retries {sum(1 for n in sender.attempts.values() if n > 1)}, "
               f"unanswered final dots {sum(sender.unanswered.values())}; delivered {len(found)} distinct, "
               f"extra copies {sum(extra.values())} (all after an unanswered dot: {not unexplained}); "
               f"redelivered spool items skipped by LocalDelivery {skipped}")
         assert not missing, f"{len(missing)} accepted mails lost, e.g. {sorted(missing)[:3]}"
+        assert not twice, f"{len(twice)} SMTP transactions stored twice (spool redelivery), e.g. {twice[:3]}"
         assert not unexplained, f"stored twice without an SMTP-level resend: {sorted(unexplained.items())[:5]}"
     finally:
         server.terminate()
