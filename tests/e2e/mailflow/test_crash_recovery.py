@@ -160,11 +160,18 @@ def test_sigkills_during_intake_and_processing_deliver_every_accepted_mail_once(
                         transactions[message_id, session.group(1) if session else ""] += 1
             return found
 
-        def all_delivered() -> Counter[str] | None:
-            found = delivered()
-            return found if set(found) >= sender.accepted else None
+        def wait_for_delivery(stall: float = 120.0) -> None:
+            """Until every accepted mail is stored, or nothing new was stored for ``stall`` seconds."""
+            seen, since = -1, time.monotonic()
+            while time.monotonic() - since < stall:
+                found = delivered()
+                if set(found) >= sender.accepted:
+                    return
+                if sum(found.values()) > seen:
+                    seen, since = sum(found.values()), time.monotonic()
+                time.sleep(5)
 
-        found = eventually(all_delivered, timeout=120 + MAILS // 5, interval=5) or delivered()
+        wait_for_delivery()
         time.sleep(3)   # a spool item still being worked on would show as a late extra copy
         found = delivered()
         skipped = server.log_path.read_text(errors="replace").count("already delivered to")
