@@ -122,7 +122,12 @@ class CassandraMessageStore(MessageStore):
         values = metadata_values(m)
         if not self.s.execute_lwt(self._insert_imap_uid, (m.message_id.value, m.mailbox_id.value, m.uid, *values)):
             raise ConcurrentModification(f"uid {m.uid} already used in mailbox {m.mailbox_id}")
-        self.s.execute(self._update_message_id, (m.message_id.value, *values, m.mailbox_id.value, m.uid))
+        self.complete_add(m)
+
+    def complete_add(self, m: MessageMetadata) -> None:
+        # The projection row before the indexes and counters (James's order): a copy not listed yet has
+        # none of them, so finishing it counts it once.
+        self.s.execute(self._update_message_id, (m.message_id.value, *metadata_values(m), m.mailbox_id.value, m.uid))
         self._index_added(m)
 
     def update_flags(self, old: MessageMetadata, new: MessageMetadata) -> bool:

@@ -71,6 +71,15 @@ class AppendResult:
     metadata: MessageMetadata
 
 
+@dataclass(frozen=True)
+class AppendOnce:
+    """What ``append_once`` did: stored a new copy (``appended``), or found one stored before, of
+    which ``finished`` lists those a crash had left half written and that it completed."""
+
+    appended: AppendResult | None
+    finished: tuple[MessageMetadata, ...]
+
+
 class MailboxManager:
     def __init__(self, mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, blobs: BlobStore,
                  events: EventBus, acl: AclStore, *, write_guard: Callable[[], None] | None = None,
@@ -233,6 +242,33 @@ class MailboxManager:
         self.events.dispatch(Added(user=path.user, path=mailbox.path, mailbox_id=mailbox.id, added=(metadata,),
                                    is_delivery=is_delivery, is_appended=True))
         return AppendResult(metadata.composed_id, parts.size, metadata)
+
+    def append_once(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], message_id: MessageId, *,
+                    is_delivery: bool = False) -> AppendOnce:
+        """Append under ``message_id`` unless a copy under it exists already (in any mailbox: it may
+        have been moved): for a caller that may run twice for the same message, e.g. a delivery
+        redone after a crash.
+
+        A copy the earlier run left half written (in imapUidTable, not yet listed, the crash came
+        between the two) is finished rather than stored again: listed, indexed, counted and
+        announced (``Added``) once. What a crash can still leave behind is a copy listed but with
+        its counters or its ``Added`` event missing (the recompute-counters, recompute-quotas and
+        reindex maintenance cure those).
+        """
+        self._guard()
+        existing = self.messages.find_by_message_id(message_id)
+        if not existing:
+            return AppendOnce(self.append(path, raw, is_delivery=is_delivery, message_id=message_id), finished=())
+        finished: list[MessageMetadata] = []
+        for metadata in existing:
+            mailbox = self.mailboxes.find_by_id(metadata.mailbox_id)
+            if mailbox is None or self.messages.list(metadata.mailbox_id, metadata.uid, metadata.uid):
+                continue   # listed already, or its mailbox was deleted since
+            self.messages.complete_add(metadata)
+            self.events.dispatch(Added(user=mailbox.path.user, path=mailbox.path, mailbox_id=mailbox.id,
+                                       added=(metadata,), is_delivery=is_delivery, is_appended=True))
+            finished.append(metadata)
+        return AppendOnce(None, tuple(finished))
 
     def get_messages(self, path: MailboxPath, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
         return self.messages.list(self.get_mailbox(path).id, uid_from, uid_to)

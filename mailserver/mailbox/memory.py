@@ -99,6 +99,9 @@ class MemoryMessageStore(MessageStore):
         with self._lock:
             self._by_mailbox.setdefault(message.mailbox_id, {})[message.uid] = message
 
+    def complete_add(self, message: MessageMetadata) -> None:
+        self.add(message)   # an add here is atomic: nothing is ever half written
+
     def update_flags(self, old: MessageMetadata, new: MessageMetadata) -> bool:
         with self._lock:
             current = self._by_mailbox.get(old.mailbox_id, {}).get(old.uid)

@@ -91,6 +91,11 @@ class MessageStore(ABC):
         """Index one message in one mailbox (both tables, index tables, counters)."""
 
     @abstractmethod
+    def complete_add(self, message: MessageMetadata) -> None:
+        """Finish an ``add`` that a crash cut short after the truth row: the projection row, the
+        index tables and the counters, none of which that ``add`` had written yet."""
+
+    @abstractmethod
     def update_flags(self, old: MessageMetadata, new: MessageMetadata) -> bool:
         """Conditional on ``old.mod_seq`` (LWT); False when a concurrent update won."""
 

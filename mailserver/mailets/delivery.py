@@ -13,7 +13,8 @@ consumed (ghosted) unless ``consume`` is false.
 Delivery has an exactly-once effect per mail and recipient: the stored copy's message id is
 derived from the mail's name and the recipient (``delivery_id``), and a copy already stored under
 it (the spool item came again after a crash) is not stored twice; such skips are counted
-(``localDeliveryDuplicates``).
+(``localDeliveryDuplicates``). A copy the crash left half written is finished instead
+(``MailboxManager.append_once``; counted as ``localDeliveryHalfWrittenFinished`` too).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from typing import TYPE_CHECKING
 
 from mailserver.mailbox.content import MalformedMessage
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, OverQuota
+from mailserver.mailbox.manager import AppendOnce
 from mailserver.mailets.api import Mailet, Params
 from mailserver.mailets.delivery_id import delivery_message_id
 from mailserver.mailets.mime import edit_header, separated
 from mailserver.mailets.rewrite import RRT_ERROR, rewrite_recipients
 from mailserver.model.address import MailAddress
+from mailserver.model.ids import MessageId
 from mailserver.model.mail import ERROR, GHOST, Mail
 from mailserver.model.mailbox import MailboxPath
 
@@ -113,20 +116,30 @@ class LocalDelivery(Mailet):
         inbox = MailboxPath.inbox(self.context.username_of(recipient))
         manager = self.context.mailboxes
         message_id = delivery_message_id(mail.name, recipient)
-        if message_id is not None and manager.find_message(message_id):
-            # Delivered before a crash kept the spool item from being acknowledged: not twice.
-            self.context.count("localDeliveryDuplicates")
-            self.context.mail_logger(mail).info("already delivered to %s (message %s): skipped", recipient,
-                                                message_id)
-            return
         try:
-            manager.append(inbox, data, is_delivery=True, message_id=message_id)
+            stored = self._append(inbox, data, message_id)
         except MailboxNotFound:
             try:
                 manager.create_mailbox(inbox)
             except MailboxExists:
                 pass  # created by a concurrent delivery
-            manager.append(inbox, data, is_delivery=True, message_id=message_id)
+            stored = self._append(inbox, data, message_id)
+        if stored is not None and stored.appended is None:
+            # Delivered before a crash kept the spool item from being acknowledged: not twice.
+            self.context.count("localDeliveryDuplicates")
+            if stored.finished:
+                self.context.count("localDeliveryHalfWrittenFinished")
+            self.context.mail_logger(mail).info(
+                "already delivered to %s (message %s): skipped%s", recipient, message_id,
+                f", finished the copy the crash left half written in {len(stored.finished)} mailbox(es)"
+                if stored.finished else "")
+
+    def _append(self, inbox: MailboxPath, data: bytes, message_id: MessageId | None) -> AppendOnce | None:
+        manager = self.context.mailboxes
+        if message_id is None:   # a name without creation time: no de-duplication
+            manager.append(inbox, data, is_delivery=True)
+            return None
+        return manager.append_once(inbox, data, message_id, is_delivery=True)
 
     def _handle_failures(self, mail: Mail, failed: list[tuple[MailAddress, Exception]]) -> None:
         target = self.on_failure

@@ -7,10 +7,12 @@ queue and the repositories carry), opened as a stream when a mailet needs the by
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import string
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -42,9 +44,16 @@ def new_mail_name() -> str:
     return f"Mail{int(time.time() * 1000)}-" + "".join(secrets.choice(_ALNUM) for _ in range(20))
 
 
-def split_name(name: str) -> str:
-    """Name of a copy made by a matcher split: ``<name>!<4 random alphanumerics>``."""
-    return name + "!" + "".join(secrets.choice(_ALNUM) for _ in range(4))
+def split_name(name: str, recipients: Iterable[MailAddress]) -> str:
+    """Name of a copy made by a matcher split: ``<name>!<4 alphanumerics>`` (James: random ones).
+
+    Here they come from the name and the copy's recipients, so the same split made again (the
+    spool item delivered again after a crash) names its copy the same, and local delivery, whose
+    message ids derive from the name, stores it once.
+    """
+    digest = int.from_bytes(hashlib.sha256("\0".join([name, *sorted(str(r).lower() for r in recipients)])
+                                          .encode()).digest()[:8], "big")
+    return name + "!" + "".join(_ALNUM[(digest >> (6 * i)) % len(_ALNUM)] for i in range(4))
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,7 @@ class Mail:
 
     def copy_for(self, recipients: list[MailAddress], *, name: str | None = None) -> Mail:
         """A copy with another recipient list (matcher split); content is shared, not copied."""
-        return replace(self, name=name or split_name(self.name), recipients=list(recipients),
+        return replace(self, name=name or split_name(self.name, recipients), recipients=list(recipients),
                        attributes=dict(self.attributes), per_recipient_headers=list(self.per_recipient_headers))
 
     def serializable_attributes(self) -> dict[str, Any]:

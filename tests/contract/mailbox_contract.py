@@ -166,6 +166,32 @@ class MailboxContract:
         assert [m.uid for m in ctx.manager.find_message(chosen)] == [result.id.uid]
         assert ctx.manager.read_message(chosen) == message(1)
 
+    def test_append_once_stores_one_copy_however_often_it_runs(self, ctx, recorder, inbox, user):
+        chosen = MessageId.generate()
+
+        first = ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
+        again = ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
+
+        assert first.appended is not None and first.appended.id.message_id == chosen
+        assert again.appended is None and again.finished == ()
+        assert [m.message_id for m in ctx.manager.get_messages(inbox)] == [chosen]
+        assert ctx.manager.counters(inbox) == MailboxCounters(1, 1)
+        assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
+        assert len([e for e in recorder.of_type(Added) if e.user == user]) == 1
+
+    def test_append_once_does_not_store_again_a_copy_moved_elsewhere(self, ctx, inbox, user):
+        archive = MailboxPath.of(user, "Archive")
+        ctx.manager.create_mailbox(archive)
+        chosen = MessageId.generate()
+        first = ctx.manager.append_once(inbox, message(1), chosen)
+        ctx.manager.move(inbox, archive, [first.appended.id.uid])
+
+        again = ctx.manager.append_once(inbox, message(1), chosen)
+
+        assert again.appended is None
+        assert ctx.manager.get_messages(inbox) == []
+        assert [m.message_id for m in ctx.manager.get_messages(archive)] == [chosen]
+
     def test_mailbox_state_follows_appends_flags_and_expunges_and_uid_next_never_drops(self, ctx, inbox):
         assert ctx.manager.mailbox_state(inbox) == MailboxState(count=0, unseen=0, uid_next=1, highest_modseq=0)
         ctx.manager.append(inbox, message(1))

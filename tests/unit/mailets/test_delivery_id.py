@@ -23,7 +23,7 @@ def test_same_mail_and_recipient_give_the_same_time_based_id():
 def test_another_recipient_or_mail_gives_another_id():
     name = new_mail_name()
     ids = {delivery_message_id(name, ALICE), delivery_message_id(name, BOB),
-           delivery_message_id(new_mail_name(), ALICE), delivery_message_id(split_name(name), ALICE),
+           delivery_message_id(new_mail_name(), ALICE), delivery_message_id(split_name(name, [ALICE]), ALICE),
            delivery_message_id(f"error-{name}", BOB)}
 
     assert len(ids) == 5

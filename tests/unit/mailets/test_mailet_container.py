@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 
 import pytest
@@ -92,6 +93,28 @@ processors:
     original = next(m for m in both if m.name == mail.name)
     assert recipients(original) == ["bob@example.com"] and "tag" not in original.attributes
     assert mail.state == GHOST
+
+
+def test_a_split_copy_is_named_the_same_when_the_mail_is_processed_again(env: Env):
+    """A spool item seen again after a crash splits the same way: its delivered copy is not stored twice."""
+    container = container_of(env, """\
+processors:
+  root:
+    - match: RecipientIs=alice@example.com
+      mailet: LocalDelivery
+    - mailet: Record
+      params: {tag: rest}
+    - mailet: Null
+""" + ERROR_PROCESSOR)
+    mail = make_mail("alice@example.com", "bob@example.com")
+    again = copy.deepcopy(mail)   # the same spool item, delivered again (never acknowledged)
+
+    container.service(mail)
+    container.service(again)
+
+    assert len(env.inbox("alice@example.com")) == 1
+    assert env.context.counters["localDeliveryDuplicates"] == 1
+    assert [recipients(m) for m in seen("rest")] == [["bob@example.com"]] * 2
 
 
 def test_no_match_skips_and_full_match_keeps_the_name(env: Env):
