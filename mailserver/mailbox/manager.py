@@ -244,7 +244,7 @@ class MailboxManager:
         return AppendResult(metadata.composed_id, parts.size, metadata)
 
     def append_once(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], message_id: MessageId, *,
-                    is_delivery: bool = False) -> AppendOnce:
+                    internal_date: datetime | None = None, is_delivery: bool = False) -> AppendOnce:
         """Append under ``message_id`` unless a copy under it exists already (in any mailbox: it may
         have been moved): for a caller that may run twice for the same message, e.g. a delivery
         redone after a crash.
@@ -258,7 +258,8 @@ class MailboxManager:
         self._guard()
         existing = self.messages.find_by_message_id(message_id)
         if not existing:
-            return AppendOnce(self.append(path, raw, is_delivery=is_delivery, message_id=message_id), finished=())
+            return AppendOnce(self.append(path, raw, internal_date=internal_date, is_delivery=is_delivery,
+                                          message_id=message_id), finished=())
         finished: list[MessageMetadata] = []
         for metadata in existing:
             mailbox = self.mailboxes.find_by_id(metadata.mailbox_id)
@@ -269,6 +270,11 @@ class MailboxManager:
                                        added=(metadata,), is_delivery=is_delivery, is_appended=True))
             finished.append(metadata)
         return AppendOnce(None, tuple(finished))
+
+    def stored_once(self, message_id: MessageId) -> bool:
+        """A copy under ``message_id`` is stored and listed in a mailbox (not left half written by a
+        crash: ``append_once`` would finish that one)."""
+        return any(self.messages.list(m.mailbox_id, m.uid, m.uid) for m in self.messages.find_by_message_id(message_id))
 
     def get_messages(self, path: MailboxPath, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
         return self.messages.list(self.get_mailbox(path).id, uid_from, uid_to)

@@ -101,12 +101,13 @@ def matching_entries(query_json: Mapping[str, Any], owner: str,
 
 
 def not_restored(access: RestoreAccess, rows: Iterable[Any]) -> Iterator[Any]:
-    """The items whose restored copy is not in the store (the repair's own check)."""
+    """The items whose restored copy is not in the store, or was left half written by a killed run
+    (the repair's ``append_once`` finishes those)."""
     from mailserver.model.ids import MessageId
 
     manager = access.context().manager
     for row in rows:
-        if not manager.find_message(MessageId.of(row["restoredid"])):
+        if not manager.stored_once(MessageId.of(row["restoredid"])):
             yield row
 
 
@@ -197,12 +198,13 @@ class RestoreDeletedMessages(Procedure):
         context = self.access.context()
         owner = Username.of(self.owner)
         restored = MessageId.of(item["restoredid"])
-        if context.manager.find_message(restored):
+        if context.manager.stored_once(restored):
             return Outcome(SKIPPED, item, ALREADY_RESTORED)   # by an earlier attempt, since the detection
         try:
             with context.vault.load(owner, MessageId.of(item["messageid"])) as content:
-                context.manager.append(MailboxPath.of(owner, self.location), content,
-                                       internal_date=parse_zoned(item["deliverydate"]), message_id=restored)
+                # append_once: a copy a killed attempt left half written is finished, not stored twice
+                context.manager.append_once(MailboxPath.of(owner, self.location), content, restored,
+                                            internal_date=parse_zoned(item["deliverydate"]))
         except DeletedMessageContentNotFound:
             log.info("vault content of %s of %s not found: not restored", item["messageid"], owner)
             return Outcome(SKIPPED, item, CONTENT_NOT_FOUND)

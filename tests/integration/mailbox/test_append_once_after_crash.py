@@ -34,6 +34,7 @@ def test_a_copy_left_half_written_is_finished_once(mailbox_ctx, faults):
         mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
     assert mailbox_ctx.manager.get_messages(inbox) == []     # the crash's state: truth row only
     assert len(mailbox_ctx.manager.find_message(chosen)) == 1
+    assert not mailbox_ctx.manager.stored_once(chosen)          # half written: still to be stored
 
     again = mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
     third = mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
@@ -41,6 +42,7 @@ def test_a_copy_left_half_written_is_finished_once(mailbox_ctx, faults):
     assert again.appended is None and [m.uid for m in again.finished] == [1]
     assert third.appended is None and third.finished == ()
     assert [m.message_id for m in mailbox_ctx.manager.get_messages(inbox)] == [chosen]
+    assert mailbox_ctx.manager.stored_once(chosen)
     assert mailbox_ctx.manager.counters(inbox) == MailboxCounters(1, 1)
     assert mailbox_ctx.manager.read_message(chosen) == message(1)
     assert mailbox_ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
