@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .. import artifacts, processes
 from .base import Service
+
+LOGBACK = Path(__file__).resolve().parents[1] / "conf" / "s3proxy" / "logback.xml"
 
 
 class S3Proxy(Service):
@@ -34,6 +38,7 @@ class S3Proxy(Service):
         argv = [
             s.java, "-Xms64m", f"-Xmx{s.heaps.s3proxy}", "-XX:+UseSerialGC",
             f"-Djava.io.tmpdir={self.home / 'tmp'}",
+            f"-Dlogback.configurationFile=file://{LOGBACK}",
             "-cp", f"{lib}/*", "org.gaul.s3proxy.Main",
             "--properties", str(self.home / "s3proxy.conf"),
         ]
