@@ -99,8 +99,8 @@ class MemoryMailQueue(MailQueue):
         self.dead_letters: list[Mail] = []
 
     # ------------------------------------------------------------------ port
-    def enqueue(self, mail: Mail, delay: timedelta | None = None) -> None:
-        now = self._clock()
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, hand_over: bool = False) -> None:
+        now = self._clock()   # the mail is held in memory: nothing to hand over
         seconds = delay.total_seconds() if delay else 0.0
         entry = _Entry(next(self._seq), str(uuid.uuid4()), _copy(mail), now, now + max(seconds, 0.0))
         with self._cond:

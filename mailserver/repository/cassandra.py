@@ -29,7 +29,9 @@ class CassandraMailRepository(MailRepository):
         self.contents = contents
 
     def store(self, mail: Mail) -> str:
-        content = self.contents.save(mail.content)
+        # Its own blobs (a copy unless deduplicating): remove() deletes them, and the queue entry the mail
+        # comes from deletes its own once processed.
+        content = self.contents.owned_copy(mail.content)
         attributes = {k: json.dumps(v) for k, v in mail.serializable_attributes().items()}
         headers = [(h.recipient, h.name, h.value) for h in mail.per_recipient_headers] or None
         self.s.execute(INSERT_CONTENT, (
