@@ -70,13 +70,16 @@ class CassandraMailRepository(MailRepository):
             per_recipient_headers=[PerRecipientHeader(*h) for h in row["perrecipientspecificheaders"] or []],
         )
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: str, *, delete_content: bool = True) -> None:
         row = self.s.one("SELECT headerBlobId, bodyBlobId, messageSize FROM mailRepositoryContentV2 "
                          "WHERE name = ? AND mailKey = ?", (self.url, key))
         self.s.execute("DELETE FROM mailRepositoryKeys WHERE name = ? AND mailKey = ?", (self.url, key))
         self.s.execute("DELETE FROM mailRepositoryContentV2 WHERE name = ? AND mailKey = ?", (self.url, key))
-        if row and row["headerblobid"]:
-            self.contents.delete(MailContent.of_blobs(row["headerblobid"], row["bodyblobid"], row["messagesize"] or 0))
+        if delete_content and row and row["headerblobid"]:
+            self.delete_content(MailContent.of_blobs(row["headerblobid"], row["bodyblobid"], row["messagesize"] or 0))
+
+    def delete_content(self, content: MailContent) -> None:
+        self.contents.delete(content)
 
     def remove_all(self) -> int:
         keys = list(self.list_keys())
