@@ -48,9 +48,9 @@ def test_airflow_parses_every_connection(monkeypatch):
 
 def test_the_s3_connection_carries_the_server_blob_settings_to_the_spark_jobs(monkeypatch):
     from airflow.models.connection import Connection
+    from mailplatform.operators.spark_job import SparkJobOperator
 
     from include.connections import blob_store_extra
-    from mailplatform.operators.spark_job import SparkJobOperator
 
     ep = Endpoints.from_settings(StackSettings())
     monkeypatch.delenv("MAILSERVER_BLOB_DEDUPLICATION", raising=False)
