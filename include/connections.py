@@ -29,6 +29,18 @@ def _env_var(conn_id: str) -> str:
     return "AIRFLOW_CONN_" + conn_id.upper()
 
 
+def blob_store_extra(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's blob ids and deletes (``MAILSERVER_BLOB_*``, mailserver/blob/config.py), carried by
+    the S3 connection so that Spark jobs writing or deleting mail blobs behave as the server."""
+    env = dict(os.environ) if env is None else env
+    extra = {"blob_deduplication": env.get("MAILSERVER_BLOB_DEDUPLICATION", "").strip() or "false"}
+    for key, var in (("blob_generation_family", "MAILSERVER_BLOB_GENERATION_FAMILY"),
+                     ("blob_generation_duration", "MAILSERVER_BLOB_GENERATION_DURATION")):
+        if env.get(var, "").strip():
+            extra[key] = env[var].strip()
+    return extra
+
+
 def airflow_connections(ep: Endpoints, *, spark_master: str | None = None,
                         keyspace: str | None = None,
                         webadmin_url: str | None = None,
@@ -46,7 +58,7 @@ def airflow_connections(ep: Endpoints, *, spark_master: str | None = None,
                             "schema": keyspace or os.environ.get("CASSANDRA_KEYSPACE", DEFAULT_KEYSPACE)},
         S3_CONN_ID: {"conn_type": "aws", "login": ep.s3_access_key, "password": ep.s3_secret_key,
                      "extra": {"endpoint_url": ep.s3_endpoint, "region_name": ep.s3_region,
-                               "addressing_style": "path"}},
+                               "addressing_style": "path", **blob_store_extra()}},
         OPENSEARCH_CONN_ID: {"conn_type": "generic", "host": os_url.hostname, "port": os_url.port,
                              "schema": os_url.scheme},
         RABBITMQ_CONN_ID: {"conn_type": "generic", "host": amqp.hostname, "port": amqp.port,

@@ -1,5 +1,6 @@
 """Message content storage, James-compatible: the ``BlobStore`` port (``api``), an in-memory
-adapter for tests (``memory``) and the S3 adapter (``s3``, imported on demand: it needs boto3)."""
+adapter for tests (``memory``), the S3 adapter (``s3``, imported on demand: it needs boto3) and the
+deduplication settings (``config``)."""
 
 from .api import (
     DEFAULT_BUCKET,
@@ -10,6 +11,8 @@ from .api import (
     BlobStoreError,
     BlobStream,
     BucketName,
+    GenerationAwareBlobIdFactory,
+    GenerationConfig,
     HashBlobIdFactory,
     RandomBlobIdFactory,
     StoragePolicy,
@@ -26,6 +29,8 @@ __all__ = [
     "BlobStoreError",
     "BlobStream",
     "BucketName",
+    "GenerationAwareBlobIdFactory",
+    "GenerationConfig",
     "HashBlobIdFactory",
     "MemoryBlobStore",
     "RandomBlobIdFactory",

@@ -1,9 +1,17 @@
 """The blob store port, after James's ``BlobStore`` (server/blob/blob-api).
 
 James keeps message content out of Cassandra: the header and the body of every message are
-two blobs in an object store, addressed by (bucket, blob id). With deduplication (James's
-distributed default, ADR 0049) the id is derived from the content, so the same bytes are
-stored once and ``delete`` is a no-op: unreferenced blobs are left to a garbage collector.
+two blobs in an object store, addressed by (bucket, blob id). James's ``deduplication.enable``
+chooses between two stores (``MAILSERVER_BLOB_DEDUPLICATION`` here, see ``config``):
+
+* off (James's sample ``blob.properties``, ``PassThroughBlobStore``): every save gets a random
+  id (``PlainBlobId``) and ``delete`` really deletes;
+* on (``DeDuplicationBlobStore``, ADR 0049): the id is ``<family>_<generation>_<hash>``
+  (``GenerationAwareBlobId``), so the same bytes saved within one generation are stored once,
+  and ``delete`` is a no-op: unreferenced blobs are left to a garbage collector.
+
+Ids are opaque keys for reading and deleting: nothing parses them, so content written in either
+mode, by James or by this project's earlier plain-hash ids, reads and deletes the same way.
 Deleting a whole bucket is always real (the deleted-messages vault drops a month at a time).
 
 Adapters implement the protected primitives at the bottom of ``BlobStore``; the public
@@ -16,12 +24,13 @@ from __future__ import annotations
 import base64
 import enum
 import io
+import math
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, BinaryIO, ClassVar
 
 from .spool import Spooled, spool
@@ -131,17 +140,68 @@ class BlobIdFactory(ABC):
     def generate(self, sha256_digest: bytes) -> BlobId: ...
 
 
+def _hash(sha256_digest: bytes) -> str:
+    """James's hash encoding: URL-safe base64 of the SHA-256, padded (Guava's ``base64Url()``)."""
+    return base64.urlsafe_b64encode(sha256_digest).decode("ascii")
+
+
 class HashBlobIdFactory(BlobIdFactory):
-    """James's ``HashBlobId``: URL-safe base64 of the SHA-256, padded (Guava's ``base64Url()``)."""
+    """The bare hash, James's ``HashBlobId`` before generations (this project's ids until issue 14).
+
+    Not chosen by any setting any more; kept because blobs saved under such ids must stay
+    readable, and to name the legacy form in tests.
+    """
 
     deduplicating = True
 
     def generate(self, sha256_digest: bytes) -> BlobId:
-        return BlobId(base64.urlsafe_b64encode(sha256_digest).decode("ascii"))
+        return BlobId(_hash(sha256_digest))
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """James's ``GenerationAwareBlobId.Configuration``: ``deduplication.gc.generation.family`` (1)
+    and ``deduplication.gc.generation.duration`` (30 days)."""
+
+    family: int = 1
+    duration: timedelta = timedelta(days=30)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.family, int) or self.family < 1:
+            raise ValueError(f"generation family must be a positive integer, got {self.family!r}")
+        if self.duration.total_seconds() < 1:
+            raise ValueError(f"generation duration must be at least one second, got {self.duration}")
+
+    def generation(self, now: datetime) -> int:
+        """James's ``computeGeneration``: whole epoch seconds divided by the duration in seconds."""
+        return math.floor(now.timestamp()) // int(self.duration.total_seconds())
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class GenerationAwareBlobIdFactory(BlobIdFactory):
+    """James's ``GenerationAwareBlobId`` over the content hash: ``<family>_<generation>_<hash>``.
+
+    Content saved twice within one generation gets the same id (stored once); the generation lets
+    James's blob GC leave recent blobs alone while references to them may still be written.
+    """
+
+    deduplicating = True
+
+    def __init__(self, config: GenerationConfig | None = None,
+                 clock: Callable[[], datetime] = _utc_now) -> None:
+        self.config = config or GenerationConfig()
+        self.clock = clock
+
+    def generate(self, sha256_digest: bytes) -> BlobId:
+        generation = self.config.generation(self.clock())
+        return BlobId(f"{self.config.family}_{generation}_{_hash(sha256_digest)}")
 
 
 class RandomBlobIdFactory(BlobIdFactory):
-    """A random UUID per save (James's ``PlainBlobId`` factory): no deduplication."""
+    """A random UUID per save (James's ``PassThroughBlobStore`` with ``PlainBlobId``): no deduplication."""
 
     deduplicating = False
 
@@ -149,8 +209,12 @@ class RandomBlobIdFactory(BlobIdFactory):
         return BlobId(str(uuid.uuid4()))
 
 
-def blob_id_factory(deduplication: bool) -> BlobIdFactory:
-    return HashBlobIdFactory() if deduplication else RandomBlobIdFactory()
+def blob_id_factory(deduplication: bool, generation: GenerationConfig | None = None,
+                    clock: Callable[[], datetime] = _utc_now) -> BlobIdFactory:
+    """The ids James gives new content in each mode."""
+    if deduplication:
+        return GenerationAwareBlobIdFactory(generation, clock)
+    return RandomBlobIdFactory()
 
 
 class StoragePolicy(enum.Enum):
@@ -217,9 +281,12 @@ class BlobStream(io.RawIOBase):
 class BlobStore(ABC):
     """Save, read and delete blobs; see the module docstring for the deduplication rules."""
 
-    def __init__(self, default_bucket: BucketName | str = DEFAULT_BUCKET, *, deduplication: bool = True) -> None:
+    def __init__(self, default_bucket: BucketName | str = DEFAULT_BUCKET, *, deduplication: bool = False,
+                 ids: BlobIdFactory | None = None) -> None:
+        """``deduplication`` picks James's ids for the mode (off by default, as James's sample
+        ``blob.properties``); ``ids`` overrides them (a configured generation, a fixed clock)."""
         self._default_bucket = BucketName.of(default_bucket)
-        self._ids: BlobIdFactory = blob_id_factory(deduplication)
+        self._ids: BlobIdFactory = ids or blob_id_factory(deduplication)
 
     @property
     def default_bucket(self) -> BucketName:

@@ -6,13 +6,14 @@ import io
 import threading
 from collections.abc import Iterator
 
-from .api import DEFAULT_BUCKET, BlobId, BlobNotFound, BlobStore, BlobStream, BucketName
+from .api import DEFAULT_BUCKET, BlobId, BlobIdFactory, BlobNotFound, BlobStore, BlobStream, BucketName
 from .spool import Spooled
 
 
 class MemoryBlobStore(BlobStore):
-    def __init__(self, default_bucket: BucketName | str = DEFAULT_BUCKET, *, deduplication: bool = True) -> None:
-        super().__init__(default_bucket, deduplication=deduplication)
+    def __init__(self, default_bucket: BucketName | str = DEFAULT_BUCKET, *, deduplication: bool = False,
+                 ids: BlobIdFactory | None = None) -> None:
+        super().__init__(default_bucket, deduplication=deduplication, ids=ids)
         self._lock = threading.Lock()
         self._buckets: dict[BucketName, dict[BlobId, bytes]] = {}
 

@@ -32,7 +32,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .api import DEFAULT_BUCKET, BlobId, BlobNotFound, BlobStore, BlobStoreError, BlobStream, BucketName
+from .api import DEFAULT_BUCKET, BlobId, BlobIdFactory, BlobNotFound, BlobStore, BlobStoreError, BlobStream, BucketName
 from .spool import Spooled
 
 MiB = 1024 * 1024
@@ -135,8 +135,9 @@ class _Body:
 
 
 class S3BlobStore(BlobStore):
-    def __init__(self, config: S3Config, *, deduplication: bool = True, client: Any = None) -> None:
-        super().__init__(config.default_bucket, deduplication=deduplication)
+    def __init__(self, config: S3Config, *, deduplication: bool = False, ids: BlobIdFactory | None = None,
+                 client: Any = None) -> None:
+        super().__init__(config.default_bucket, deduplication=deduplication, ids=ids)
         self.config = config
         self._s3 = client if client is not None else make_client(config)
         self._transfer = _transfer_config(config)

@@ -88,15 +88,17 @@ class FastViewProjectionListener(EventListener):
 
 
 class DeleteMessageListener(EventListener):
-    """Removes what no mailbox references any more (ADR 0029): content rows and the fast view.
+    """Removes what no mailbox references any more (ADR 0029): blobs, content rows and the fast view.
 
-    Blobs are deduplicated, so they are left to the blob garbage collector, as in James.
+    As James, the attachment, header and body blobs are deleted first, through the blob store: a real delete
+    without deduplication (each append wrote blobs of its own, shared only by the copies of the
+    message, which share its id and are checked for), a no-op with it (the blob GC decides).
     """
 
     group = "org.apache.james.mailbox.cassandra.DeleteMessageListener$DeleteMessageListenerGroup"
 
-    def __init__(self, messages: MessageStore, fast_view: FastViewStore) -> None:
-        self.messages, self.fast_view = messages, fast_view
+    def __init__(self, messages: MessageStore, fast_view: FastViewStore, blobs: BlobStore) -> None:
+        self.messages, self.fast_view, self.blobs = messages, fast_view, blobs
 
     def accepts(self, event: MailboxEvent) -> bool:
         return isinstance(event, Expunged | MailboxDeletion)
@@ -115,6 +117,11 @@ class DeleteMessageListener(EventListener):
 
     def _delete_if_unreferenced(self, message_id) -> None:
         if not self.messages.find_by_message_id(message_id):
+            content = self.messages.get_content(message_id)
+            if content is not None:   # blobs before the row: a failure is retried with the row still there
+                attachments = [a.blob_id for a in content.attachments if a.blob_id]
+                for blob_id in (*attachments, content.header_blob_id, content.body_blob_id):
+                    self.blobs.delete(self.blobs.default_bucket, blob_id)
             self.messages.delete_content(message_id)
             self.fast_view.delete(message_id)
 

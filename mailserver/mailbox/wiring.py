@@ -46,7 +46,7 @@ def assemble(mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore,
     bus = bus or InProcessEventBus()
     bus.register(CurrentQuotaUpdater(quota, bus.dispatch, processed))
     bus.register(FastViewProjectionListener(messages, blobs, fast_view))
-    bus.register(DeleteMessageListener(messages, fast_view))
+    bus.register(DeleteMessageListener(messages, fast_view, blobs))
     manager = MailboxManager(mailboxes, messages, quota, blobs, bus, acl, write_guard=write_guard)
     return MailboxContext(manager, bus, mailboxes, messages, quota, fast_view, blobs, acl)
 

@@ -28,15 +28,20 @@ def reprocess(repository: MailRepository, key: str, processor: str | None, targe
         mail.state = processor
     mail.set_attribute(REPROCESSING, True)
     if isinstance(target, MailetContainer):
-        # Removed first: the chain may store the mail again under the same key (error again).
+        # Removed first: the chain may store the mail again under the same key (error again). The blobs
+        # stay until the chain is done reading them (without deduplication remove would delete them):
+        # wherever the chain puts the mail (a queue, a repository, a mailbox) it keeps its own blobs.
         original = repository.retrieve(key)
-        repository.remove(key)
+        content = mail.content
+        repository.remove(key, delete_content=False)
         try:
             target.service(mail)
         except Exception:
             if original is not None:
-                repository.store(original)  # nothing happened: keep it where it was
+                repository.store(original)  # nothing happened: keep it where it was (its own blobs)
+            repository.delete_content(content)
             raise
+        repository.delete_content(content)
     else:
         target.enqueue(mail)
         repository.remove(key)

@@ -58,8 +58,13 @@ class MailQueue(ABC):
     name: str
 
     @abstractmethod
-    def enqueue(self, mail: Mail, delay: timedelta | None = None) -> None:
-        """Durable before returning; a mail with ``delay`` is not dequeued before it has passed."""
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, hand_over: bool = False) -> None:
+        """Durable before returning; a mail with ``delay`` is not dequeued before it has passed.
+
+        The queue entry deletes its content's blobs once the mail leaves the queue, so stored content
+        is copied first when the blob store does not deduplicate, unless ``hand_over``: the caller
+        gives its blobs to the entry (it will neither use nor delete them after a successful enqueue).
+        """
 
     @abstractmethod
     def dequeue(self, timeout: float | None = None) -> MailQueueItem | None:

@@ -1,4 +1,10 @@
-"""Store and load a mail's MIME content as James does: a header blob and a body blob."""
+"""Store and load a mail's MIME content as James does: a header blob and a body blob.
+
+Who deletes: every holder of a mail's blobs (a queue entry, a mail repository entry) deletes them
+when it is done with the mail. That is safe in both blob-store modes because a holder that gets
+content already stored by another one takes ``owned_copy``: the same blobs when deduplicating
+(``delete`` is a no-op, the blob GC decides), its own copy otherwise (``delete`` is real).
+"""
 
 from __future__ import annotations
 
@@ -30,6 +36,30 @@ class MimeMessageStore:
             parts.close()
         return MailContent.of_blobs(str(header), str(body), parts.size)
 
+    def owned_copy(self, content: MailContent) -> MailContent:
+        """Content this holder may delete when done without taking it from anyone else.
+
+        Stored content is copied blob by blob (streamed, never whole in memory) unless the store
+        deduplicates; inline content is saved.
+        """
+        if not content.stored:
+            return self.save(content)
+        if self.blobs.deduplicating:
+            return content
+        bucket = self.blobs.default_bucket
+        header = self._copy(content.header_blob_id, StoragePolicy.SIZE_BASED)
+        try:
+            body = self._copy(content.body_blob_id, StoragePolicy.LOW_COST)
+        except Exception:
+            self.blobs.delete(bucket, header)
+            raise
+        return MailContent.of_blobs(str(header), str(body), content.size)
+
+    def _copy(self, blob_id: str | None, policy: StoragePolicy) -> str:
+        bucket = self.blobs.default_bucket
+        with self.blobs.read_stream(bucket, blob_id or "") as source:
+            return str(self.blobs.save(bucket, source, policy))
+
     def read(self, content: MailContent) -> bytes:
         if not content.stored:
             return content.data or b""
@@ -43,7 +73,8 @@ class MimeMessageStore:
         return self.blobs.read(self.blobs.default_bucket, content.header_blob_id)
 
     def delete(self, content: MailContent) -> None:
-        """James deletes both blobs once a mail leaves a queue (a no-op under deduplication)."""
+        """James deletes both blobs once a mail leaves a queue or a repository (a no-op under
+        deduplication: the blobs may be shared, the blob GC decides)."""
         if content.stored:
             bucket = self.blobs.default_bucket
             self.blobs.delete(bucket, content.header_blob_id)

@@ -5,7 +5,9 @@ Thread-safe. Delays are honoured against an injectable ``clock`` (epoch seconds)
 back at its place, REJECT moves it to ``dead_letters`` (the memory stand-in for the DLQ), and
 an item garbage-collected without ``done`` is put back (as RabbitMQ redelivers the unacked
 message of a dead consumer). Mails are copied in and out, so callers never share state with
-the queue; content is kept as given (inline bytes or blob ids).
+the queue; content is kept as given (inline bytes or blob ids), unless the queue is given the
+``contents`` store: then its entries own their blobs as the distributed queue's do (a copy of
+stored content unless handed over, deleted once processed or removed).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from mailserver.queue.api import (
     QueueItemView,
     RemoveField,
 )
+from mailserver.queue.content import MimeMessageStore
 
 Clock = Callable[[], float]
 
@@ -87,8 +90,9 @@ class MemoryMailQueueItem(MailQueueItem):
 
 
 class MemoryMailQueue(MailQueue):
-    def __init__(self, name: str, clock: Clock | None = None) -> None:
+    def __init__(self, name: str, clock: Clock | None = None, contents: MimeMessageStore | None = None) -> None:
         self.name = name
+        self.contents = contents
         self._clock = clock or time.time
         self._cond = threading.Condition()
         self._waiting: dict[int, _Entry] = {}
@@ -99,10 +103,13 @@ class MemoryMailQueue(MailQueue):
         self.dead_letters: list[Mail] = []
 
     # ------------------------------------------------------------------ port
-    def enqueue(self, mail: Mail, delay: timedelta | None = None) -> None:
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, hand_over: bool = False) -> None:
         now = self._clock()
         seconds = delay.total_seconds() if delay else 0.0
-        entry = _Entry(next(self._seq), str(uuid.uuid4()), _copy(mail), now, now + max(seconds, 0.0))
+        held = _copy(mail)
+        if self.contents is not None and not (hand_over and held.content.stored):
+            held.content = self.contents.owned_copy(held.content)
+        entry = _Entry(next(self._seq), str(uuid.uuid4()), held, now, now + max(seconds, 0.0))
         with self._cond:
             self._waiting[entry.seq] = entry
             self._cond.notify_all()
@@ -170,10 +177,15 @@ class MemoryMailQueue(MailQueue):
             self._drain_abandoned()
             gone = [s for s, e in self._waiting.items() if predicate(e.mail)]
             for s in gone:
-                del self._waiting[s]
+                self._release(self._waiting.pop(s).mail)
             flying = [s for s, e in self._in_flight.items() if s not in self._removed and predicate(e.mail)]
             self._removed.update(flying)
             return len(gone) + len(flying)
+
+    def _release(self, mail: Mail) -> None:
+        """The entry is gone: its blobs with it (a no-op without ``contents`` or with deduplication)."""
+        if self.contents is not None:
+            self.contents.delete(mail.content)
 
     def _complete(self, seq: int, outcome: Outcome) -> None:
         with self._cond:
@@ -187,6 +199,8 @@ class MemoryMailQueue(MailQueue):
                 self._cond.notify_all()
             elif outcome is Outcome.REJECT:
                 self.dead_letters.append(_copy(entry.mail))
+            else:
+                self._release(entry.mail)
 
     def _drain_abandoned(self) -> None:
         """Requeue items garbage-collected without done() (caller holds the lock)."""
@@ -201,8 +215,9 @@ class MemoryMailQueue(MailQueue):
 
 
 class MemoryMailQueueFactory(MailQueueFactory):
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, contents: MimeMessageStore | None = None) -> None:
         self._clock = clock
+        self._contents = contents
         self._queues: dict[str, MemoryMailQueue] = {}
         self._lock = threading.Lock()
 
@@ -212,7 +227,7 @@ class MemoryMailQueueFactory(MailQueueFactory):
         with self._lock:
             queue = self._queues.get(name)
             if queue is None:
-                queue = self._queues[name] = MemoryMailQueue(name, self._clock)
+                queue = self._queues[name] = MemoryMailQueue(name, self._clock, self._contents)
             return queue
 
     def list_names(self) -> list[str]:

@@ -33,9 +33,9 @@ class MeteredMailQueue(MailQueue):
             log.debug("size of %s unavailable", self.name, exc_info=True)
             return float("nan")
 
-    def enqueue(self, mail: Mail, delay: timedelta | None = None) -> None:
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, hand_over: bool = False) -> None:
         with self.metrics.timed(f"enqueueTime:{self.name}"):
-            self.inner.enqueue(mail, delay)
+            self.inner.enqueue(mail, delay, hand_over=hand_over)
         self._enqueued.inc()
 
     def dequeue(self, timeout: float | None = None) -> MailQueueItem | None:

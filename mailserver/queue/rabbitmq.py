@@ -308,12 +308,14 @@ class DistributedMailQueue(MailQueue):
         return sorted(known)
 
     # ------------------------------------------------------------------ enqueue
-    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, enqueue_id: uuid.UUID | None = None) -> None:
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, enqueue_id: uuid.UUID | None = None,
+                hand_over: bool = False) -> None:
         """``enqueue_id`` (default: a new one) lets a maintenance job enqueue again under the same id, so
-        that the copies of one mail are skipped once any of them was processed (the deleted marks)."""
+        that the copies of one mail are skipped once any of them was processed (the deleted marks).
+        ``hand_over``: see ``MailQueue.enqueue``."""
         millis = _delay_ms(delay)
         try:
-            content, owned = self._store_content(mail.content)
+            content, owned = self._store_content(mail.content, hand_over)
         except Exception as exc:
             raise MailQueueError(f"queue {self.name}: cannot store the content of {mail.name}: {exc}") from exc
         stored = replace(mail, content=content, attributes=dict(mail.attributes), recipients=list(mail.recipients),
@@ -328,15 +330,15 @@ class DistributedMailQueue(MailQueue):
             self._abort(enqueue_id, content if owned else None)
             raise MailQueueError(f"queue {self.name}: enqueue of {mail.name} failed: {exc!r}") from exc
 
-    def _store_content(self, content: MailContent) -> tuple[MailContent, bool]:
-        """Blob-backed content and whether this enqueue wrote the blobs (so owns them)."""
-        if content.stored:
-            if self.contents.blobs.deduplicating:
-                return content, False
-            # Without deduplication each queue entry needs blobs of its own: the previous holder
-            # (e.g. the spool item this mail comes from) deletes its blobs when it is done.
-            return self.contents.save(self.contents.read(content)), True
-        return self.contents.save(content), True
+    def _store_content(self, content: MailContent, hand_over: bool) -> tuple[MailContent, bool]:
+        """Blob-backed content and whether this enqueue wrote the blobs (so may delete them on failure)."""
+        if content.stored and hand_over:
+            return content, False   # the caller's blobs become this entry's; the caller cleans up on failure
+        if content.stored and self.contents.blobs.deduplicating:
+            return content, False
+        # Without deduplication each queue entry needs blobs of its own: the previous holder
+        # (e.g. the spool item this mail comes from) deletes its blobs when it is done.
+        return self.contents.owned_copy(content), True
 
     def _abort(self, enqueue_id: uuid.UUID, content: MailContent | None) -> None:
         try:
@@ -596,7 +598,7 @@ class DistributedMailQueue(MailQueue):
 
     def remove_entry(self, entry: ViewEntry, *, delete_content: bool = True) -> bool:
         """James's remove for one entry: marked deleted (its broker message is skipped at dequeue) and, unless
-        its content now belongs elsewhere (``delete_content=False``: moved to a repository), its blobs deleted.
+        its blobs belong to another holder (``delete_content=False``), its blobs deleted.
         False when it was already deleted."""
         if self.view.is_deleted(entry.enqueue_id):
             return False

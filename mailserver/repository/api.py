@@ -6,7 +6,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from mailserver.model.mail import Mail
+from mailserver.model.mail import Mail, MailContent
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^\s]*$")
 
@@ -39,7 +39,13 @@ class MailRepository(ABC):
     def retrieve(self, key: str) -> Mail | None: ...
 
     @abstractmethod
-    def remove(self, key: str) -> None: ...
+    def remove(self, key: str, *, delete_content: bool = True) -> None:
+        """Remove the entry and, unless ``delete_content`` is false, its content's blobs (a no-op when the
+        blob store deduplicates). ``delete_content=False``: the caller takes the blobs over and gives them
+        back to ``delete_content`` when done (a mail reprocessed in this thread)."""
+
+    def delete_content(self, content: MailContent) -> None:  # noqa: B027 - repositories without blobs
+        """Delete blobs a ``remove(key, delete_content=False)`` handed over."""
 
     @abstractmethod
     def remove_all(self) -> int: ...

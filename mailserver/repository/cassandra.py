@@ -29,7 +29,9 @@ class CassandraMailRepository(MailRepository):
         self.contents = contents
 
     def store(self, mail: Mail) -> str:
-        content = self.contents.save(mail.content)
+        # Its own blobs (a copy unless deduplicating): remove() deletes them, and the queue entry the mail
+        # comes from deletes its own once processed.
+        content = self.contents.owned_copy(mail.content)
         attributes = {k: json.dumps(v) for k, v in mail.serializable_attributes().items()}
         headers = [(h.recipient, h.name, h.value) for h in mail.per_recipient_headers] or None
         self.s.execute(INSERT_CONTENT, (
@@ -68,13 +70,16 @@ class CassandraMailRepository(MailRepository):
             per_recipient_headers=[PerRecipientHeader(*h) for h in row["perrecipientspecificheaders"] or []],
         )
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: str, *, delete_content: bool = True) -> None:
         row = self.s.one("SELECT headerBlobId, bodyBlobId, messageSize FROM mailRepositoryContentV2 "
                          "WHERE name = ? AND mailKey = ?", (self.url, key))
         self.s.execute("DELETE FROM mailRepositoryKeys WHERE name = ? AND mailKey = ?", (self.url, key))
         self.s.execute("DELETE FROM mailRepositoryContentV2 WHERE name = ? AND mailKey = ?", (self.url, key))
-        if row and row["headerblobid"]:
-            self.contents.delete(MailContent.of_blobs(row["headerblobid"], row["bodyblobid"], row["messagesize"] or 0))
+        if delete_content and row and row["headerblobid"]:
+            self.delete_content(MailContent.of_blobs(row["headerblobid"], row["bodyblobid"], row["messagesize"] or 0))
+
+    def delete_content(self, content: MailContent) -> None:
+        self.contents.delete(content)
 
     def remove_all(self) -> int:
         keys = list(self.list_keys())

@@ -33,8 +33,8 @@ class MemoryMailRepository(MailRepository):
         mail = self._mails.get(key)
         return copy.deepcopy(mail) if mail else None
 
-    def remove(self, key: str) -> None:
-        with self._lock:
+    def remove(self, key: str, *, delete_content: bool = True) -> None:
+        with self._lock:   # contents live in the mail objects: nothing else to delete
             self._mails.pop(key, None)
 
     def remove_all(self) -> int:

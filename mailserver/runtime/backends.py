@@ -125,7 +125,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     session = CassandraSession.connect(cassandra)
     try:
         s3 = S3Config.from_env(env)
-        blobs = S3BlobStore(s3)
+        blobs = S3BlobStore(s3, ids=settings.blob.id_factory())   # MAILSERVER_BLOB_DEDUPLICATION
         contents = MimeMessageStore(blobs)
         metrics = Metrics()
         queues = MeteredMailQueueFactory(

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mailserver.blob.config import BlobStoreConfig
 from mailserver.delivery.resolver import MxHost
 from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
@@ -108,6 +109,14 @@ def search_config(env: Mapping[str, str]) -> SearchConfig | None:
         raise SettingsError(str(exc)) from None
 
 
+def blob_config(env: Mapping[str, str]) -> BlobStoreConfig:
+    """James's blob.properties deduplication: off by default (its sample configuration)."""
+    try:
+        return BlobStoreConfig.from_env(env)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def vault_config(env: Mapping[str, str]) -> VaultConfiguration:
     """James's deletedMessageVault.properties: disabled by default, one year of retention."""
     try:
@@ -135,6 +144,7 @@ class ServeSettings:
     event_retry: RetryPolicy = field(default_factory=RetryPolicy)
     search: SearchConfig | None = None               # OPENSEARCH_URL and OPENSEARCH_* (mailserver/search/config.py)
     vault: VaultConfiguration = field(default_factory=VaultConfiguration)   # MAILSERVER_VAULT_* (vault/config.py)
+    blob: BlobStoreConfig = field(default_factory=BlobStoreConfig)   # MAILSERVER_BLOB_* (blob/config.py)
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -202,6 +212,7 @@ class ServeSettings:
             event_retry=event_retry_policy(read),
             search=search_config(env),
             vault=vault_config(env),
+            blob=blob_config(env),
         )
 
 

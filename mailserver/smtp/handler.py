@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import io
 import logging
 from collections.abc import Callable, Sequence
@@ -234,7 +235,8 @@ class IntakeHandler(SmtpAuthenticator):
             log.exception("mail %s: storing the content failed", name)
             return NOT_ACCEPTED
         try:
-            await self.blocking(self.spool.enqueue, mail)
+            # The blobs just written become the queue entry's: no copy when the store does not deduplicate.
+            await self.blocking(functools.partial(self.spool.enqueue, mail, hand_over=True))
         except Exception:
             log.exception("mail %s: enqueue on %s failed; not accepted", name, getattr(self.spool, "name", "spool"))
             if self.store is not None:

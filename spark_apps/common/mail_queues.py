@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from mailserver.blob.config import BlobStoreConfig
     from spark_apps.common.settings import JobSettings
 
 NEXT_DELIVERY_ATTRIBUTE = "mailserver.queue.nextDelivery"   # mailserver.queue.view (the delay extension)
@@ -268,10 +269,13 @@ class QueueAccess:
     management_url: str | None = None       # lists the delay queues (flush)
     cassandra_username: str | None = None
     cassandra_password: str | None = field(default=None, repr=False)
+    blob: BlobStoreConfig | None = None    # the server's MAILSERVER_BLOB_*; None: the defaults (no deduplication)
 
     @classmethod
     def from_env(cls, settings: JobSettings, env: Mapping[str, str], *, amqp_url: str | None = None,
                  blob_bucket: str | None = None, management_url: str | None = None) -> QueueAccess:
+        from mailserver.blob.config import BlobStoreConfig
+
         url = amqp_url or env.get("AMQP_URL")
         if not url:
             raise ValueError("no broker: give --amqp-url or set AMQP_URL")
@@ -281,7 +285,8 @@ class QueueAccess:
                    env.get("S3_ACCESS_KEY"), env.get("S3_SECRET_KEY"), env.get("S3_REGION", "us-east-1"),
                    blob_bucket or env.get("S3_DEFAULT_BUCKET") or None, env.get("S3_BUCKET_PREFIX", ""),
                    management_url or env.get("RABBITMQ_MANAGEMENT_URL") or None,
-                   env.get("CASSANDRA_USERNAME") or None, env.get("CASSANDRA_PASSWORD") or None)
+                   env.get("CASSANDRA_USERNAME") or None, env.get("CASSANDRA_PASSWORD") or None,
+                   BlobStoreConfig.from_env(env))
 
     def _built(self, what: str, build: Any) -> Any:
         key = (what, self)
@@ -293,6 +298,7 @@ class QueueAccess:
 
     def blob_store(self) -> Any:
         def build() -> Any:
+            from mailserver.blob.config import BlobStoreConfig
             from mailserver.blob.s3 import S3BlobStore, S3Config
 
             values: dict[str, Any] = {"endpoint_url": self.s3_endpoint, "access_key": self.s3_access_key,
@@ -300,7 +306,8 @@ class QueueAccess:
                                       "bucket_prefix": self.bucket_prefix}
             if self.blob_bucket:
                 values["default_bucket"] = self.blob_bucket
-            return S3BlobStore(S3Config(**values))
+            ids = (self.blob or BlobStoreConfig()).id_factory()   # the server's ids and deletes
+            return S3BlobStore(S3Config(**values), ids=ids)
         return self._built("blobs", build)
 
     def session(self) -> Any:

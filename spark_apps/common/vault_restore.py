@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mailserver.blob.config import VARIABLES as BLOB_VARIABLES
+
 if TYPE_CHECKING:
     from mailserver.cassandra.session import CassandraSession
     from mailserver.mailbox.manager import MailboxManager
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
 
 _LOCK = threading.Lock()
 _CONTEXTS: dict[RestoreAccess, RestoreContext] = {}
-S3_VARIABLES = ("S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_REGION", "S3_BUCKET_PREFIX", "S3_DEFAULT_BUCKET")
+S3_VARIABLES = ("S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_REGION", "S3_BUCKET_PREFIX", "S3_DEFAULT_BUCKET",
+                *BLOB_VARIABLES)   # the blob ids and deletes of the server (MAILSERVER_BLOB_DEDUPLICATION)
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class RestoreAccess:
     cassandra_hosts: tuple[str, ...]
     cassandra_port: int
     keyspace: str
-    s3: tuple[tuple[str, str], ...] = field(repr=False)     # the server's S3_* variables
+    s3: tuple[tuple[str, str], ...] = field(repr=False)     # the server's S3_* and MAILSERVER_BLOB_* variables
     amqp_url: str | None = field(default=None, repr=False)  # None: no events (a dry run appends nothing)
     bus: str = "mailboxEvent"
     cassandra_username: str | None = None
@@ -61,6 +64,7 @@ class RestoreAccess:
         return found
 
     def _connect(self) -> RestoreContext:
+        from mailserver.blob.config import BlobStoreConfig
         from mailserver.blob.s3 import S3BlobStore, S3Config
         from mailserver.cassandra.config import CassandraConfig
         from mailserver.cassandra.session import CassandraSession
@@ -78,7 +82,7 @@ class RestoreAccess:
             hosts=self.cassandra_hosts, port=self.cassandra_port, keyspace=self.keyspace,
             username=self.cassandra_username, password=self.cassandra_password))
         atexit.register(session.close)
-        blobs = S3BlobStore(S3Config.from_env(dict(self.s3)))
+        blobs = S3BlobStore(S3Config.from_env(dict(self.s3)), ids=BlobStoreConfig.from_env(dict(self.s3)).id_factory())
         # Dispatch only: never started, so this process runs no listener; the server's consume the events.
         bus: EventBus = (RabbitMQEventBus(self.amqp_url, CassandraEventDeadLetters(session), names=BusNames(self.bus))
                          if self.amqp_url else InProcessEventBus())

@@ -165,7 +165,7 @@ class DrainMailQueue(Procedure):
         if self.action == "move":
             assert self.repository_url is not None
             key = self._store(mail, entry.enqueue_id)
-            queue.remove_entry(entry, delete_content=False)   # the repository owns the blobs now
+            queue.remove_entry(entry)   # the repository stored its own copy (shared blobs when deduplicating)
             return Outcome(FIXED, {**item, "repositoryKey": key}, COUNTERS["move"])
         copy_id = held_copy_id(entry.enqueue_id)
         queue.enqueue(mail, delay=self.hold_for, enqueue_id=copy_id)

@@ -327,7 +327,9 @@ class RecoverLostMails(Procedure):
                     content=MailContent.of_blobs(item["headerblobid"], item["bodyblobid"], int(item["size"])),
                     remote_host="recovered", remote_addr="127.0.0.1")
         mail.set_attribute("mailserver.recovered", item["evidence"])
-        self.access.queue(self.target_queue).enqueue(mail, enqueue_id=as_uuid(item["enqueueid"]))
+        # The orphans become the entry's blobs (what the interrupted enqueue meant): no copy that would leave
+        # them orphaned again when the store does not deduplicate.
+        self.access.queue(self.target_queue).enqueue(mail, enqueue_id=as_uuid(item["enqueueid"]), hand_over=True)
         return Outcome(FIXED, item, RECOVERED)
 
     # ------------------------------------------------------------------ report

@@ -1,7 +1,10 @@
-"""Behaviour every blob store adapter must have (memory and S3).
+"""Behaviour every blob store adapter must have (memory and S3), in both of James's modes.
 
-Subclasses provide two fixtures: ``blob_store`` (deduplicating, James's default) and
-``passthrough_blob_store`` (random ids, no deduplication), on the same backend. Each test
+Subclasses provide one fixture, ``make_blob_store``: a function from a ``BlobIdFactory`` to a
+store of the adapter, every store it makes on the same backend and buckets. From it come
+``blob_store`` (each general test runs twice: without deduplication, James's sample setting, and
+with it), ``passthrough_blob_store``, ``dedup_blob_store`` (generation-aware ids at a fixed clock)
+and ``legacy_blob_store`` (the bare-hash ids this project wrote before generations). Each test
 writes into its own bucket (``bucket``), deleted afterwards, so a shared S3 server is fine.
 """
 
@@ -12,10 +15,22 @@ import hashlib
 import io
 import threading
 import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
-from mailserver.blob.api import BlobId, BlobNotFound, BlobStore, BucketName, StoragePolicy
+from mailserver.blob.api import (
+    BlobId,
+    BlobIdFactory,
+    BlobNotFound,
+    BlobStore,
+    BucketName,
+    GenerationAwareBlobIdFactory,
+    HashBlobIdFactory,
+    RandomBlobIdFactory,
+    StoragePolicy,
+)
 
 MESSAGE_HEADER = b"From: alice@example.com\r\nTo: bob@example.com\r\nSubject: hello\r\n\r\n"
 BINARY = b"line one\r\nline two\n\rlone CR\r\x00NUL\x00\r\n\r\n" + bytes(range(256)) * 4 + b"\r\n.\r\n"
@@ -26,8 +41,30 @@ INVALID_BLOB_IDS = ["", "/absolute", "../escape", "a/../b", "a/..", ".", "a/./b"
                     "nul\x00byte", "line\nfeed", "x" * 1025]
 
 
+# The instant of James's GenerationAwareBlobIdTest, whose expected generation is 628 (30-day generations).
+JAMES_TEST_NOW = datetime(2021, 8, 19, 10, 15, 30, tzinfo=UTC)
+
+
 def hash_id(content: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(content).digest()).decode()
+
+
+def dedup_id(content: bytes) -> str:
+    """The id James's DeDuplicationBlobStore gives ``content`` at JAMES_TEST_NOW (family 1)."""
+    return f"1_628_{hash_id(content)}"
+
+
+def deduplicating_ids() -> GenerationAwareBlobIdFactory:
+    return GenerationAwareBlobIdFactory(clock=lambda: JAMES_TEST_NOW)
+
+
+def is_random_id(blob_id: BlobId) -> bool:
+    return uuid.UUID(str(blob_id)).version == 4
+
+
+def expected_id_ok(store: BlobStore, blob_id: BlobId, content: bytes) -> bool:
+    """The id of a save in the store's mode: the content's generation-aware id, else a random UUID."""
+    return str(blob_id) == dedup_id(content) if store.deduplicating else is_random_id(blob_id)
 
 
 def chunks(content: bytes, size: int = 7):
@@ -37,18 +74,30 @@ def chunks(content: bytes, size: int = 7):
 
 class BlobStoreContract:
     @pytest.fixture
-    def blob_store(self) -> BlobStore:
+    def make_blob_store(self) -> Callable[[BlobIdFactory], BlobStore]:
         raise NotImplementedError
 
-    @pytest.fixture
-    def passthrough_blob_store(self) -> BlobStore:
-        raise NotImplementedError
+    @pytest.fixture(params=["passthrough", "deduplication"])
+    def blob_store(self, request, make_blob_store) -> BlobStore:
+        return make_blob_store(RandomBlobIdFactory() if request.param == "passthrough" else deduplicating_ids())
 
     @pytest.fixture
-    def bucket(self, blob_store):
+    def passthrough_blob_store(self, make_blob_store) -> BlobStore:
+        return make_blob_store(RandomBlobIdFactory())
+
+    @pytest.fixture
+    def dedup_blob_store(self, make_blob_store) -> BlobStore:
+        return make_blob_store(deduplicating_ids())
+
+    @pytest.fixture
+    def legacy_blob_store(self, make_blob_store) -> BlobStore:
+        return make_blob_store(HashBlobIdFactory())
+
+    @pytest.fixture
+    def bucket(self, passthrough_blob_store):
         name = BucketName(f"b-{uuid.uuid4().hex[:12]}")
         yield name
-        blob_store.delete_bucket(name)
+        passthrough_blob_store.delete_bucket(name)
 
     # ---------------------------------------------------------------- save / read
     @pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "file", "iterator", "list"])
@@ -67,7 +116,7 @@ class BlobStoreContract:
 
     def test_empty_content(self, blob_store, bucket):
         blob_id = blob_store.save(bucket, b"")
-        assert str(blob_id) == hash_id(b"")
+        assert expected_id_ok(blob_store, blob_id, b"")
         assert blob_store.read(bucket, blob_id) == b""
         assert blob_store.read(bucket, blob_store.save(bucket, iter([]))) == b""
 
@@ -79,7 +128,7 @@ class BlobStoreContract:
         block = hashlib.sha256(b"seed").digest() * 2048  # 64 KiB
         content = block * 96 + b"tail"  # 6 MiB: spooled to disk, and a 2-part upload on S3
         blob_id = blob_store.save(bucket, chunks(content, 64 * 1024))
-        assert str(blob_id) == hash_id(content)
+        assert expected_id_ok(blob_store, blob_id, content)
         assert hashlib.sha256(blob_store.read(bucket, blob_id)).digest() == hashlib.sha256(content).digest()
 
     def test_read_stream_reads_in_chunks(self, blob_store, bucket):
@@ -101,7 +150,7 @@ class BlobStoreContract:
     @pytest.mark.parametrize("policy", list(StoragePolicy))
     def test_every_storage_policy_is_accepted_and_does_not_change_the_id(self, blob_store, bucket, policy):
         blob_id = blob_store.save(bucket, b"policy", policy)
-        assert str(blob_id) == hash_id(b"policy")
+        assert expected_id_ok(blob_store, blob_id, b"policy")
         assert blob_store.read(bucket, blob_id) == b"policy"
 
     @pytest.mark.parametrize("data", ["text", 42, None, [b"ok", "text"]])
@@ -112,20 +161,35 @@ class BlobStoreContract:
         assert bucket not in blob_store.list_buckets()
 
     # ---------------------------------------------------------------- ids / deduplication
-    def test_same_content_gives_the_same_id_and_is_stored_once(self, blob_store, bucket):
-        first = blob_store.save(bucket, b"same bytes", StoragePolicy.SIZE_BASED)
-        second = blob_store.save(bucket, io.BytesIO(b"same bytes"), StoragePolicy.LOW_COST)
+    def test_same_content_gives_the_same_id_and_is_stored_once(self, dedup_blob_store, bucket):
+        store = dedup_blob_store
+        first = store.save(bucket, b"same bytes", StoragePolicy.SIZE_BASED)
+        second = store.save(bucket, io.BytesIO(b"same bytes"), StoragePolicy.LOW_COST)
         assert first == second
-        assert str(first) == hash_id(b"same bytes")
-        assert blob_store.deduplicating
-        assert list(blob_store.list_blobs(bucket)) == [first]
+        assert store.deduplicating
+        assert list(store.list_blobs(bucket)) == [first]
+
+    def test_deduplicated_ids_are_james_generation_aware_ids(self, dedup_blob_store, bucket):
+        """James's DeduplicationBlobStoreContract: "toto" hashes to MfemXjF...; its GenerationAwareBlobIdTest:
+        2021-08-19T10:15:30Z is generation 628 of the default configuration (family 1, 30 days)."""
+        blob_id = dedup_blob_store.save(bucket, b"toto")
+        assert str(blob_id) == "1_628_MfemXjFVhqwZi9eYtmKc5JA9CJlHbVdBqfMuLlIbamY="
+        assert dedup_blob_store.read(bucket, "1_628_MfemXjFVhqwZi9eYtmKc5JA9CJlHbVdBqfMuLlIbamY=") == b"toto"
+
+    def test_the_same_content_in_another_generation_is_stored_again(self, make_blob_store, dedup_blob_store, bucket):
+        """Deduplication happens within a generation only (James): the GC may be collecting the older copy."""
+        later = make_blob_store(GenerationAwareBlobIdFactory(
+            clock=lambda: JAMES_TEST_NOW.replace(month=9, day=20)))   # 32 days later: generation 629
+        first, second = dedup_blob_store.save(bucket, b"again"), later.save(bucket, b"again")
+        assert str(second) == f"1_629_{hash_id(b'again')}" and first != second
+        assert sorted(later.list_blobs(bucket)) == sorted([first, second])
 
     def test_without_deduplication_same_content_gives_different_ids(self, passthrough_blob_store, bucket):
         store = passthrough_blob_store
         first, second = store.save(bucket, b"same bytes"), store.save(bucket, b"same bytes")
         assert not store.deduplicating
         assert first != second
-        assert uuid.UUID(str(first)).version == 4
+        assert is_random_id(first) and is_random_id(second)
         assert store.read(bucket, first) == store.read(bucket, second) == b"same bytes"
         assert sorted(store.list_blobs(bucket)) == sorted([first, second])
 
@@ -133,9 +197,10 @@ class BlobStoreContract:
         other = BucketName(f"{bucket.value}-2")
         try:
             blob_id = blob_store.save(bucket, b"twice")
-            assert blob_store.save(other, b"twice") == blob_id
+            other_id = blob_store.save(other, b"twice")
+            assert (other_id == blob_id) is blob_store.deduplicating
             blob_store.delete_bucket(bucket)
-            assert blob_store.read(other, blob_id) == b"twice"
+            assert blob_store.read(other, other_id) == b"twice"
         finally:
             blob_store.delete_bucket(other)
 
@@ -156,10 +221,11 @@ class BlobStoreContract:
         for thread in threads:
             thread.join()
         assert errors == []
-        assert len({results[i] for i in range(4)}) == 1
+        shared = 1 if blob_store.deduplicating else 4
+        assert len({results[i] for i in range(4)}) == shared
         for i, content in enumerate(contents):
             assert blob_store.read(bucket, results[i]) == content
-        assert len(list(blob_store.list_blobs(bucket))) == 5
+        assert len(list(blob_store.list_blobs(bucket))) == shared + 4
 
     # ---------------------------------------------------------------- missing / exists
     def test_read_of_a_missing_blob_raises_blob_not_found(self, blob_store, bucket):
@@ -182,10 +248,10 @@ class BlobStoreContract:
         assert not blob_store.exists(BucketName(f"{bucket.value}-none"), blob_id)
 
     # ---------------------------------------------------------------- delete
-    def test_delete_is_a_no_op_when_deduplicating(self, blob_store, bucket):
-        blob_id = blob_store.save(bucket, b"shared by two messages")
-        assert blob_store.delete(bucket, blob_id) is False
-        assert blob_store.read(bucket, blob_id) == b"shared by two messages"
+    def test_delete_is_a_no_op_when_deduplicating(self, dedup_blob_store, bucket):
+        blob_id = dedup_blob_store.save(bucket, b"shared by two messages")
+        assert dedup_blob_store.delete(bucket, blob_id) is False
+        assert dedup_blob_store.read(bucket, blob_id) == b"shared by two messages"
 
     def test_forced_delete_removes_the_blob(self, blob_store, bucket):
         blob_id = blob_store.save(bucket, b"to go")
@@ -205,6 +271,43 @@ class BlobStoreContract:
         assert blob_store.delete(bucket, hash_id(b"nothing"), force=True) is True
         blob_store.save(bucket, b"x")
         assert passthrough_blob_store.delete(bucket, hash_id(b"nothing")) is True
+
+    # ---------------------------------------------------------------- ids written in the other mode
+    @pytest.fixture
+    def written_in_every_form(self, passthrough_blob_store, dedup_blob_store, legacy_blob_store, bucket):
+        """One blob per id form: random (dedup off), generation-aware (on), bare hash (this project before)."""
+        ids = {"random": passthrough_blob_store.save(bucket, b"written without deduplication"),
+               "generation": dedup_blob_store.save(bucket, b"written with deduplication"),
+               "legacy": legacy_blob_store.save(bucket, b"written before generations")}
+        assert is_random_id(ids["random"])
+        assert str(ids["generation"]) == dedup_id(b"written with deduplication")
+        assert str(ids["legacy"]) == hash_id(b"written before generations")
+        return ids
+
+    def test_either_mode_reads_and_lists_ids_of_every_form(self, blob_store, written_in_every_form, bucket):
+        contents = {"random": b"written without deduplication", "generation": b"written with deduplication",
+                    "legacy": b"written before generations"}
+        for form, blob_id in written_in_every_form.items():
+            assert blob_store.exists(bucket, blob_id), form
+            assert blob_store.read(bucket, str(blob_id)) == contents[form], form
+            with blob_store.read_stream(bucket, blob_id) as stream:
+                assert stream.read() == contents[form]
+        assert sorted(blob_store.list_blobs(bucket)) == sorted(written_in_every_form.values())
+
+    def test_without_deduplication_delete_removes_ids_of_every_form(self, passthrough_blob_store,
+                                                                     written_in_every_form, bucket):
+        """James's PassThroughBlobStore deletes whatever id it is given (hence its warning against turning
+        deduplication off once on: shared blobs go with their first deleter)."""
+        for form, blob_id in written_in_every_form.items():
+            assert passthrough_blob_store.delete(bucket, blob_id) is True, form
+            assert not passthrough_blob_store.exists(bucket, blob_id), form
+        assert list(passthrough_blob_store.list_blobs(bucket)) == []
+
+    def test_with_deduplication_delete_leaves_ids_of_every_form_to_the_gc(self, dedup_blob_store,
+                                                                         written_in_every_form, bucket):
+        for form, blob_id in written_in_every_form.items():
+            assert dedup_blob_store.delete(bucket, blob_id) is False, form
+            assert dedup_blob_store.exists(bucket, blob_id), form
 
     def test_delete_bucket_removes_everything_and_is_idempotent(self, blob_store, bucket):
         ids = [blob_store.save(bucket, f"blob {i}".encode()) for i in range(5)]

@@ -51,6 +51,11 @@ WITH_ATTACHMENT = (
     b"JVBERi0xLjQK\r\n--XYZ--\r\n")
 
 
+def blobs_exist(ctx, content) -> list[bool]:
+    bucket = ctx.blobs.default_bucket
+    return [ctx.blobs.exists(bucket, content.header_blob_id), ctx.blobs.exists(bucket, content.body_blob_id)]
+
+
 def message(n: int) -> bytes:
     return MESSAGE.replace(b"hello", f"hello {n}".encode())
 
@@ -114,11 +119,14 @@ class MailboxContract:
     def test_delete_with_children_needs_recursive_and_releases_quota(self, ctx, recorder, user):
         parent, child = MailboxPath.of(user, "Lists"), MailboxPath.of(user, "Lists.Python")
         ctx.manager.create_mailbox(child)
-        ctx.manager.append(child, message(1))
+        appended = ctx.manager.append(child, message(1))
+        content = ctx.messages.get_content(appended.id.message_id)
         with pytest.raises(MailboxHasChildren):
             ctx.manager.delete_mailbox(parent)
         ctx.manager.delete_mailbox(parent, recursive=True)
         assert ctx.manager.list_mailboxes(user) == []
+        # James's DeleteMessageListener: real deletes without deduplication, left to the blob GC with it
+        assert blobs_exist(ctx, content) == [ctx.blobs.deduplicating] * 2
         deletions = {e.path.name: e.deleted_message_count for e in recorder.of_type(MailboxDeletion)
                      if e.user == user}
         assert deletions == {"Lists": 0, "Lists.Python": 1}
@@ -331,6 +339,7 @@ class MailboxContract:
     def test_expunge_removes_deleted_messages_and_their_content(self, ctx, recorder, inbox, user):
         keep = ctx.manager.append(inbox, message(1))
         gone = ctx.manager.append(inbox, message(2))
+        gone_content = ctx.messages.get_content(gone.id.message_id)
         ctx.manager.set_flags(inbox, Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD, [gone.id.uid])
         assert ctx.manager.expunge(inbox) == [gone.id.uid]
         assert [m.uid for m in ctx.manager.get_messages(inbox)] == [keep.id.uid]
@@ -338,6 +347,8 @@ class MailboxContract:
         assert ctx.manager.find_message(gone.id.message_id) == []
         assert ctx.messages.get_content(gone.id.message_id) is None
         assert ctx.fast_view.retrieve(gone.id.message_id) is None
+        assert blobs_exist(ctx, gone_content) == [ctx.blobs.deduplicating] * 2   # James's DeleteMessageListener
+        assert ctx.manager.read_message(keep.id.message_id) == message(1)
         assert [e.expunged[0].uid for e in recorder.of_type(Expunged) if e.user == user] == [gone.id.uid]
 
     def test_expunge_keeps_content_still_referenced_by_a_copy(self, ctx, inbox, user):
@@ -345,9 +356,14 @@ class MailboxContract:
         ctx.manager.create_mailbox(archive)
         original = ctx.manager.append(inbox, message(1))
         ctx.manager.copy(inbox, archive)
+        content = ctx.messages.get_content(original.id.message_id)
         ctx.manager.set_flags(inbox, Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD)
         ctx.manager.expunge(inbox)
         assert ctx.manager.read_message(original.id.message_id) == message(1)
+        assert blobs_exist(ctx, content) == [True, True]
+        ctx.manager.set_flags(archive, Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD)
+        ctx.manager.expunge(archive)   # the last reference: without deduplication the blobs go now
+        assert blobs_exist(ctx, content) == [ctx.blobs.deduplicating] * 2
 
     def test_delete_messages_by_id_in_every_mailbox_of_the_user(self, ctx, inbox, user):
         archive = MailboxPath.of(user, "Archive")

@@ -22,6 +22,11 @@ from airflow.sdk import BaseHook
 
 from spark_apps.packaging import build_py_files, job_path
 
+# S3 connection extra -> the job's environment: the server's blob settings (mailserver/blob/config.py).
+BLOB_STORE_EXTRA = {"blob_deduplication": "MAILSERVER_BLOB_DEDUPLICATION",
+                    "blob_generation_family": "MAILSERVER_BLOB_GENERATION_FAMILY",
+                    "blob_generation_duration": "MAILSERVER_BLOB_GENERATION_DURATION"}
+
 
 class SparkJobOperator(SparkSubmitOperator):
     # The Cassandra connection may come from a param ("{{ params.cassandra_conn_id }}").
@@ -68,6 +73,8 @@ class SparkJobOperator(SparkSubmitOperator):
             extra = s3.extra_dejson
             env.update({"S3_ENDPOINT": extra.get("endpoint_url", ""), "S3_ACCESS_KEY": s3.login or "",
                         "S3_SECRET_KEY": s3.password or "", "S3_REGION": extra.get("region_name", "us-east-1")})
+            # The server's blob ids and deletes (include/connections.py blob_store_extra).
+            env.update({var: str(extra[key]) for key, var in BLOB_STORE_EXTRA.items() if key in extra})
         if self.opensearch_conn_id:
             osc = BaseHook.get_connection(self.opensearch_conn_id)
             env["OPENSEARCH_URL"] = f"{osc.schema or 'http'}://{osc.host}:{osc.port or 9200}"

@@ -31,19 +31,13 @@ def s3_store(s3_config):
     assert store.list_buckets() == [store.default_bucket]
 
 
-@pytest.fixture(scope="module")
-def s3_passthrough_store(s3_config, s3_store):
-    return S3BlobStore(s3_config, deduplication=False)  # same buckets: cleaned up with s3_store's
-
-
 class TestS3BlobStore(BlobStoreContract):
     @pytest.fixture
-    def blob_store(self, s3_store) -> S3BlobStore:
-        return s3_store
-
-    @pytest.fixture
-    def passthrough_blob_store(self, s3_passthrough_store) -> S3BlobStore:
-        return s3_passthrough_store
+    def make_blob_store(self, s3_config, s3_store):
+        """Stores on the same buckets as ``s3_store`` (so cleaned up with its), sharing its client."""
+        def make(ids) -> S3BlobStore:
+            return S3BlobStore(s3_config, ids=ids, client=s3_store._s3)
+        return make
 
 
 def test_object_key_is_the_blob_id_in_the_prefixed_bucket(stack, s3_store, s3_config):

@@ -18,6 +18,7 @@ from mailserver.model.address import Username
 from mailserver.model.mail import ERROR, Mail
 from mailserver.model.quota import QuotaLimits, QuotaRoot
 from mailserver.queue.content import MimeMessageStore
+from mailserver.queue.memory import MemoryMailQueueFactory
 from mailserver.repository.cassandra import CassandraMailRepositoryStore
 from tests.unit.mailets.support import Env, container_of, make_mail, memory_env, run_spool
 
@@ -34,13 +35,15 @@ def env(cassandra, s3_blobs) -> Env:
                      domain=domain)
     env.repositories = CassandraMailRepositoryStore(cassandra, MimeMessageStore(s3_blobs))
     env.context.repositories = env.repositories
+    # Queue entries own their blobs as the distributed queue's do: the repositories delete theirs.
+    env.queues = env.context.queues = MemoryMailQueueFactory(contents=env.contents)
     return env
 
 
 def submit(env: Env, mail: Mail) -> Mail:
     """As SMTP intake does: content in the blob store, then the spool; then one spooler pass."""
     mail.content = env.contents.save(mail.content)
-    env.spool.enqueue(mail)
+    env.spool.enqueue(mail, hand_over=True)
     run_spool(env, container_of(env))
     return mail
 
@@ -105,3 +108,20 @@ def test_failing_mailet_error_repository_then_reprocessing(env: Env, monkeypatch
     reprocess(repository, mail.name, "transport", env.spool)
     run_spool(env, container_of(env))
     assert len(env.inbox(alice)) == 1
+
+
+def test_reprocessing_in_this_thread_reads_the_content_before_the_repository_deletes_it(env: Env, monkeypatch):
+    """The container target: the entry is removed first, its blobs only once the chain is done with them
+    (without deduplication they are really deleted: nothing may be left behind either)."""
+    alice = user(env, "alice")
+    monkeypatch.setattr(AddDeliveredToHeader, "service", lambda self, mail: 1 / 0)
+    mail = submit(env, make_mail(alice))
+    repository = env.repositories.select(ERROR_REPO)
+    kept = repository.retrieve(mail.name)
+    assert kept is not None
+    monkeypatch.undo()
+    reprocess(repository, mail.name, "transport", container_of(env))
+    assert len(env.inbox(alice)) == 1 and repository.retrieve(mail.name) is None
+    blobs = env.contents.blobs
+    assert [blobs.exists(blobs.default_bucket, b) for b in (kept.content.header_blob_id, kept.content.body_blob_id)] \
+        == [blobs.deduplicating] * 2

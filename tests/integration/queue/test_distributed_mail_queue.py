@@ -306,3 +306,48 @@ class TestDistributedMailQueue(MailQueueContract):
         item = queue.dequeue(timeout=WAIT)
         assert (item.mail.name, item.mail.attributes, item.mail.content.size) == (mail.name, mail.attributes, len(RAW))
         item.done(Outcome.SUCCESS)
+
+
+# ---------------------------------------------------------------------- who deletes which blobs
+@pytest.fixture(params=[False, True], ids=["passthrough", "deduplication"])
+def mode_queue(request, stack, cassandra, s3_blobs, factories):
+    """A queue whose blob store has the mode of the parameter (same S3 buckets and client as ``s3_blobs``)."""
+    from mailserver.blob.s3 import S3BlobStore
+
+    store = S3BlobStore(s3_blobs.config, deduplication=request.param, client=s3_blobs._s3)
+    factory = make_factory(stack, cassandra, store)
+    factories.append(factory)
+    return factory.get(f"q-{uuid.uuid4().hex[:12]}")
+
+
+def stored(contents: MimeMessageStore, content: MailContent) -> list[bool]:
+    bucket = contents.blobs.default_bucket
+    return [contents.blobs.exists(bucket, content.header_blob_id), contents.blobs.exists(bucket, content.body_blob_id)]
+
+
+def test_an_entry_deletes_only_its_own_blobs_in_either_mode(mode_queue):
+    """The previous holder (a spool item, a repository entry) deletes its blobs when done, and the queue
+    entry its own once processed: without deduplication the entry must therefore hold a copy."""
+    contents = mode_queue.contents
+    dedup = contents.blobs.deduplicating
+    held = contents.save(RAW)
+    mode_queue.enqueue(make_mail(content=held))
+    contents.delete(held)   # the previous holder is done with the mail
+    item = mode_queue.dequeue(timeout=WAIT)
+    assert item is not None and contents.read(item.mail.content) == RAW
+    assert (item.mail.content.header_blob_id == held.header_blob_id) is dedup
+    item.done(Outcome.SUCCESS)
+    assert stored(contents, item.mail.content) == [dedup, dedup]   # real deletes only without deduplication
+
+
+def test_handed_over_blobs_are_not_copied_and_go_with_the_entry(mode_queue):
+    """SMTP intake hands its freshly written blobs over: no copy, and none left behind once processed."""
+    contents = mode_queue.contents
+    written = contents.save(RAW)
+    mode_queue.enqueue(make_mail(content=written), hand_over=True)
+    item = mode_queue.dequeue(timeout=WAIT)
+    assert item is not None and item.mail.content.header_blob_id == written.header_blob_id
+    assert contents.read(item.mail.content) == RAW
+    item.done(Outcome.SUCCESS)
+    dedup = contents.blobs.deduplicating
+    assert stored(contents, written) == [dedup, dedup]

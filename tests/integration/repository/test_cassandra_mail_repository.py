@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from mailserver.queue.content import MimeMessageStore
 from mailserver.repository.cassandra import CassandraMailRepositoryStore
-from tests.contract.mail_repository_contract import MailRepositoryContract, make_mail
+from tests.contract.mail_repository_contract import RAW, MailRepositoryContract, make_mail
 
 pytestmark = pytest.mark.integration
 
@@ -39,3 +41,24 @@ class TestCassandraMailRepository(MailRepositoryContract):
         cassandra.execute("INSERT INTO mailRepositoryKeys (name, mailKey) VALUES (?, ?)", (repository.url, "ghost"))
         assert repository.retrieve("ghost") is None
         assert "ghost" not in list(repository.list_keys())
+
+
+@pytest.mark.parametrize("deduplication", [False, True], ids=["passthrough", "deduplication"])
+def test_a_mail_stored_from_a_queue_keeps_its_content_after_the_queue_deletes_its_blobs(cassandra, s3_blobs,
+                                                                                       deduplication):
+    """ToRepository stores the spool item's mail, then the item is acknowledged and deletes its blobs:
+    without deduplication the repository entry must hold blobs of its own, which its removal deletes."""
+    from mailserver.blob.s3 import S3BlobStore
+
+    contents = MimeMessageStore(S3BlobStore(s3_blobs.config, deduplication=deduplication, client=s3_blobs._s3))
+    repository = CassandraMailRepositoryStore(cassandra, contents).select(f"cassandra://var/mail/t-{uuid.uuid4().hex[:8]}/")
+    queued = contents.save(RAW)
+    repository.store(make_mail(name="from-the-spool", content=queued))
+    contents.delete(queued)   # the spool item is done
+    stored = repository.retrieve("from-the-spool")
+    assert stored is not None and contents.read(stored.content) == RAW
+    assert (stored.content.header_blob_id == queued.header_blob_id) is deduplication
+    repository.remove("from-the-spool")
+    bucket = contents.blobs.default_bucket
+    assert [contents.blobs.exists(bucket, b) for b in (stored.content.header_blob_id, stored.content.body_blob_id)] \
+        == [deduplication, deduplication]

@@ -8,7 +8,7 @@ import io
 import pickle
 import shutil
 import uuid
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -19,6 +19,8 @@ from mailserver.blob.api import (
     BlobStoreError,
     BlobStream,
     BucketName,
+    GenerationAwareBlobIdFactory,
+    GenerationConfig,
     HashBlobIdFactory,
     RandomBlobIdFactory,
     StoragePolicy,
@@ -46,8 +48,35 @@ def test_random_ids_are_uuid4_whatever_the_content():
 
 
 def test_factory_choice():
-    assert blob_id_factory(True).deduplicating and isinstance(blob_id_factory(True), HashBlobIdFactory)
-    assert not blob_id_factory(False).deduplicating
+    assert blob_id_factory(True).deduplicating and isinstance(blob_id_factory(True), GenerationAwareBlobIdFactory)
+    assert not blob_id_factory(False).deduplicating and isinstance(blob_id_factory(False), RandomBlobIdFactory)
+
+
+def test_generation_is_james_epoch_seconds_divided_by_the_duration():
+    """James's GenerationAwareBlobIdTest: 2021-08-19T10:15:30Z is generation 628 with 30-day generations."""
+    config = GenerationConfig()
+    assert (config.family, config.duration) == (1, timedelta(days=30))
+    assert config.generation(datetime(2021, 8, 19, 10, 15, 30, tzinfo=UTC)) == 628
+    start = datetime.fromtimestamp(629 * 30 * 86400, UTC)   # the first second of generation 629
+    assert config.generation(start) == 629
+    assert config.generation(start - timedelta(microseconds=1)) == 628   # floor, as getEpochSecond()
+    assert GenerationConfig(2, timedelta(days=15)).generation(datetime(2021, 8, 19, 10, 15, 30, tzinfo=UTC)) == 1257
+
+
+def test_generation_aware_ids_are_family_generation_hash():
+    digest = hashlib.sha256(b"toto").digest()
+    at = datetime(2021, 8, 19, 10, 15, 30, tzinfo=UTC)
+    assert str(GenerationAwareBlobIdFactory(clock=lambda: at).generate(digest)) == \
+        "1_628_MfemXjFVhqwZi9eYtmKc5JA9CJlHbVdBqfMuLlIbamY="   # James's DeduplicationBlobStoreContract hash
+    family_two = GenerationAwareBlobIdFactory(GenerationConfig(2, timedelta(days=1)), clock=lambda: at)
+    assert str(family_two.generate(digest)) == "2_18858_MfemXjFVhqwZi9eYtmKc5JA9CJlHbVdBqfMuLlIbamY="
+
+
+@pytest.mark.parametrize("family, duration", [(0, timedelta(days=1)), (-1, timedelta(days=1)),
+                                              (1, timedelta(0)), (1, timedelta(days=-5))])
+def test_generation_config_refuses_what_james_refuses(family, duration):
+    with pytest.raises(ValueError, match="generation"):
+        GenerationConfig(family, duration)
 
 
 @pytest.mark.parametrize("name", ["abc", "james-default", "deleted-messages-2026-01-01", "a.b-c.d", "x" * 63, "0ab"])

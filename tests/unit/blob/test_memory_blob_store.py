@@ -1,4 +1,4 @@
-"""The blob store contract on the in-memory adapter."""
+"""The blob store contract on the in-memory adapter, in both deduplication modes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ from tests.contract.blob_store_contract import BlobStoreContract
 
 class TestMemoryBlobStore(BlobStoreContract):
     @pytest.fixture
-    def blob_store(self) -> MemoryBlobStore:
-        return MemoryBlobStore()
+    def make_blob_store(self):
+        shared = MemoryBlobStore()   # every store of a test sees the same buckets, as on S3
 
-    @pytest.fixture
-    def passthrough_blob_store(self) -> MemoryBlobStore:
-        return MemoryBlobStore(deduplication=False)
+        def make(ids) -> MemoryBlobStore:
+            store = MemoryBlobStore(ids=ids)
+            store._buckets, store._lock = shared._buckets, shared._lock
+            return store
+        return make
+
+
+def test_deduplication_is_off_by_default_as_james_sample_configuration():
+    store = MemoryBlobStore()
+    assert not store.deduplicating
+    blob_id = store.save(store.default_bucket, b"x")
+    assert store.delete(store.default_bucket, blob_id) is True and not store.exists(store.default_bucket, blob_id)

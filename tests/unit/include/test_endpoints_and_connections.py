@@ -44,3 +44,26 @@ def test_airflow_parses_every_connection(monkeypatch):
     assert (cass.host, cass.port, cass.schema) == (ep.cassandra_hosts, ep.cassandra_port, "james_keyspace")
     web = json.loads(conns["AIRFLOW_CONN_WEBADMIN_DEFAULT"])
     assert web["password"] == "s3cret"
+
+
+def test_the_s3_connection_carries_the_server_blob_settings_to_the_spark_jobs(monkeypatch):
+    from airflow.models.connection import Connection
+    from mailplatform.operators.spark_job import SparkJobOperator
+
+    from include.connections import blob_store_extra
+
+    ep = Endpoints.from_settings(StackSettings())
+    monkeypatch.delenv("MAILSERVER_BLOB_DEDUPLICATION", raising=False)
+    default = Connection.from_json(airflow_connections(ep)["AIRFLOW_CONN_S3_DEFAULT"], conn_id="s3_default")
+    assert default.extra_dejson["blob_deduplication"] == "false"   # James's sample blob.properties
+    monkeypatch.setenv("MAILSERVER_BLOB_DEDUPLICATION", "true")
+    monkeypatch.setenv("MAILSERVER_BLOB_GENERATION_DURATION", "15")
+    monkeypatch.setenv("AIRFLOW_CONN_S3_TEST", airflow_connections(ep)["AIRFLOW_CONN_S3_DEFAULT"])
+    monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_TEST", json.dumps({"conn_type": "generic", "host": "h", "port": 1}))
+    monkeypatch.delenv("MAILSERVER_BLOB_DEDUPLICATION")
+    monkeypatch.delenv("MAILSERVER_BLOB_GENERATION_DURATION")   # the job gets them from the connection only
+    _, _, env = SparkJobOperator(task_id="t", job="stack_smoke", cassandra_conn_id="cassandra_test",
+                                 s3_conn_id="s3_test", opensearch_conn_id=None)._connection_settings()
+    assert env["MAILSERVER_BLOB_DEDUPLICATION"] == "true" and env["MAILSERVER_BLOB_GENERATION_DURATION"] == "15"
+    assert "MAILSERVER_BLOB_GENERATION_FAMILY" not in env
+    assert blob_store_extra({}) == {"blob_deduplication": "false"}

@@ -1,4 +1,4 @@
-"""The mailbox contract on the memory adapters."""
+"""The mailbox contract on the memory adapters, with and without blob deduplication."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from tests.contract.mailbox_contract import MailboxContract
 
 
 class TestMemoryMailbox(MailboxContract):
-    @pytest.fixture
-    def ctx(self):
+    @pytest.fixture(params=[False, True], ids=["passthrough", "deduplication"])
+    def ctx(self, request):
         bus = InProcessEventBus()
         bus.register(RecordingListener())
-        return memory_context(MemoryBlobStore(), bus)
+        return memory_context(MemoryBlobStore(deduplication=request.param), bus)

@@ -7,9 +7,11 @@ from datetime import timedelta
 
 import pytest
 
+from mailserver.blob.memory import MemoryBlobStore
 from mailserver.queue.api import Outcome, RemoveField
+from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import MemoryMailQueueFactory
-from tests.contract.mail_queue_contract import MailQueueContract, make_mail
+from tests.contract.mail_queue_contract import RAW, MailQueueContract, make_mail
 
 
 class TestMemoryMailQueue(MailQueueContract):
@@ -122,3 +124,23 @@ def test_concurrent_consumers_take_each_mail_once(queue):
 def test_empty_name_is_refused():
     with pytest.raises(ValueError):
         MemoryMailQueueFactory().get("")
+
+
+@pytest.mark.parametrize("deduplication", [False, True], ids=["passthrough", "deduplication"])
+def test_with_a_content_store_entries_own_their_blobs_as_the_distributed_queue(deduplication):
+    contents = MimeMessageStore(MemoryBlobStore(deduplication=deduplication))
+    queue = MemoryMailQueueFactory(contents=contents).get("spool")
+    held = contents.save(RAW)
+    queue.enqueue(make_mail(content=held))
+    contents.delete(held)                       # the previous holder is done
+    queue.enqueue(make_mail(content=contents.save(RAW)), hand_over=True)
+    queue.enqueue(make_mail(content=contents.save(RAW)))
+    first, second = queue.dequeue(timeout=0), queue.dequeue(timeout=0)
+    assert contents.read(first.mail.content) == RAW and contents.read(second.mail.content) == RAW
+    first.done(Outcome.SUCCESS)
+    second.done(Outcome.REJECT)                 # dead-lettered: its content stays
+    assert queue.clear() == 1                   # removed: its content goes
+    blobs = contents.blobs
+    assert contents.read(second.mail.content) == RAW
+    # header + body of: the dead-lettered entry's, and the third mail's source (its own holder's, not the queue's)
+    assert len(list(blobs.list_blobs(blobs.default_bucket))) == (2 if deduplication else 4)

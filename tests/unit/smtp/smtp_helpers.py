@@ -28,10 +28,10 @@ class FailingQueue(MemoryMailQueue):
         super().__init__("spool")
         self.fail = True
 
-    def enqueue(self, mail, delay=None) -> None:
+    def enqueue(self, mail, delay=None, *, hand_over=False) -> None:
         if self.fail:
             raise MailQueueError("broker unreachable")
-        super().enqueue(mail, delay)
+        super().enqueue(mail, delay, hand_over=hand_over)
 
 
 def drain(queue: MemoryMailQueue) -> list[Mail]:

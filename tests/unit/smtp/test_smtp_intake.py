@@ -207,6 +207,26 @@ def test_content_goes_through_the_mime_message_store(servers):
     assert mail.content.size == len(raw)
 
 
+def test_the_intake_hands_its_blobs_over_to_the_spool_and_deletes_them_when_refused(servers):
+    """Without deduplication the spool would otherwise copy the blobs and leave the intake's behind."""
+    class RecordingQueue(FailingQueue):
+        def enqueue(self, mail, delay=None, *, hand_over=False) -> None:
+            self.handed_over = hand_over
+            super().enqueue(mail, delay, hand_over=hand_over)
+
+    blobs = MemoryBlobStore(deduplication=False)
+    queue = RecordingQueue()
+    thread, _ = servers(queue, store=MimeMessageStore(blobs))
+    assert send(thread.port, [f"alice@{LOCAL}"])[0] == 451
+    assert list(blobs.list_blobs(blobs.default_bucket)) == []   # refused: the intake deleted what it wrote
+    queue.fail = False
+    assert send(thread.port, [f"alice@{LOCAL}"])[0] == 250
+    assert queue.handed_over
+    [mail] = drain(queue)
+    assert sorted(map(str, blobs.list_blobs(blobs.default_bucket))) == sorted(
+        [mail.content.header_blob_id, mail.content.body_blob_id])
+
+
 def test_content_the_store_cannot_split_is_refused_for_good(servers):
     thread, queue = servers(store=MimeMessageStore(MemoryBlobStore()))
     header_only = b"X-Filler: " + b"f" * 80 + b"\r\n"

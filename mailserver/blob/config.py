@@ -1,0 +1,70 @@
+"""The blob store's settings, after James's ``blob.properties`` (deduplication part).
+
+``MAILSERVER_BLOB_DEDUPLICATION`` is James's ``deduplication.enable``: off by default, as in
+James's sample configuration (James itself refuses to start without the property). Turning it
+off after it was on is unsafe in James for the same reason as here: blobs written while on may be
+shared, and real deletes would remove them for every holder.
+
+``MAILSERVER_BLOB_GENERATION_FAMILY`` and ``MAILSERVER_BLOB_GENERATION_DURATION`` are James's
+``deduplication.gc.generation.family`` (1) and ``.duration`` (30 days; a bare number is days,
+else a number with ``d``/``day(s)``, ``h``/``hour(s)``, ``m``/``min``/``minute(s)``,
+``s``/``sec``/``second(s)``); they only shape the ids of the deduplicating store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from .api import BlobIdFactory, GenerationConfig, blob_id_factory
+
+DEDUPLICATION = "MAILSERVER_BLOB_DEDUPLICATION"
+GENERATION_FAMILY = "MAILSERVER_BLOB_GENERATION_FAMILY"
+GENERATION_DURATION = "MAILSERVER_BLOB_GENERATION_DURATION"
+VARIABLES = (DEDUPLICATION, GENERATION_FAMILY, GENERATION_DURATION)
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+_DURATION = re.compile(r"^(\d+)\s*([a-z]*)$")
+_UNITS = {"": "days", "d": "days", "day": "days", "days": "days", "h": "hours", "hour": "hours",
+          "hours": "hours", "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes",
+          "minutes": "minutes", "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds",
+          "seconds": "seconds"}
+
+
+def parse_duration(text: str) -> timedelta:
+    match = _DURATION.match(text.strip().lower())
+    if not match or match.group(2) not in _UNITS:
+        raise ValueError(f"{GENERATION_DURATION}: {text!r} is not a duration (e.g. 30, 30d, 12h)")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+@dataclass(frozen=True)
+class BlobStoreConfig:
+    """Hashable and picklable: Spark jobs carry it to their executors."""
+
+    deduplication: bool = False
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BlobStoreConfig:
+        env = os.environ if env is None else env
+        raw = env.get(DEDUPLICATION, "").strip().lower()
+        if raw and raw not in _TRUE | _FALSE:
+            raise ValueError(f"{DEDUPLICATION}: {raw!r} is not a boolean (true or false)")
+        family = env.get(GENERATION_FAMILY, "").strip()
+        duration = env.get(GENERATION_DURATION, "").strip()
+        if family and not family.isdigit():
+            raise ValueError(f"{GENERATION_FAMILY}: {family!r} is not a positive integer")
+        defaults = GenerationConfig()
+        try:
+            generation = GenerationConfig(int(family) if family else defaults.family,
+                                          parse_duration(duration) if duration else defaults.duration)
+        except ValueError as exc:
+            raise ValueError(f"{GENERATION_FAMILY}/{GENERATION_DURATION}: {exc}") from None
+        return cls(raw in _TRUE, generation)
+
+    def id_factory(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> BlobIdFactory:
+        return blob_id_factory(self.deduplication, self.generation, clock)
