@@ -200,6 +200,16 @@ class GenerationAwareBlobIdFactory(BlobIdFactory):
         return BlobId(f"{self.config.family}_{generation}_{_hash(sha256_digest)}")
 
 
+_CONTENT_HASH = r"[A-Za-z0-9_-]{43}="
+_CONTENT_DERIVED = re.compile(rf"^(?:\d+_\d+_)?{_CONTENT_HASH}$")
+
+
+def is_content_derived(blob_id: BlobId | str) -> bool:
+    """An id made from the content's hash (bare, or James's ``<family>_<generation>_<hash>``):
+    written under deduplication, so other messages may share the blob."""
+    return _CONTENT_DERIVED.match(str(blob_id)) is not None
+
+
 class RandomBlobIdFactory(BlobIdFactory):
     """A random UUID per save (James's ``PassThroughBlobStore`` with ``PlainBlobId``): no deduplication."""
 
@@ -338,10 +348,13 @@ class BlobStore(ABC):
 
         A deduplicating store does nothing (another message may share the blob; garbage
         collection is separate) unless ``force`` is set, as James's BlobStoreDAO delete.
-        A missing blob is not an error.
+        A store without deduplication does the same for a content-derived id: that blob was
+        written while deduplication was on (before this setting existed, this project always
+        deduplicated; James warns never to turn it off once on) and may be shared, so turning
+        deduplication off never deletes another message's content. A missing blob is not an error.
         """
         name, key = self._bucket(bucket), BlobId.of(blob_id)
-        if self.deduplicating and not force:
+        if not force and (self.deduplicating or is_content_derived(key)):
             return False
         self._remove(name, key)
         return True

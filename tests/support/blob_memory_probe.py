@@ -66,7 +66,8 @@ def main(argv: list[str]) -> dict:
     from mailserver.blob.s3 import S3BlobStore, S3Config
 
     mode, bucket, arg = argv
-    store = S3BlobStore(S3Config.from_env())
+    # Deduplicating: the id carries the SHA-256 the save computed while streaming (checked by the test).
+    store = S3BlobStore(S3Config.from_env(), deduplication=True)
     warm = store.save(bucket, b"warm-up " * 128)
     with store.read_stream(bucket, warm) as stream:
         stream.read(READ_CHUNK)

@@ -67,7 +67,8 @@ def saved(probe_env) -> dict:
 
 
 def test_saving_a_50mb_message_stays_below_40mib_of_growth(saved, expected_digest):
-    assert saved["blob_id"] == base64.urlsafe_b64encode(expected_digest).decode()
+    # James's generation-aware id <family>_<generation>_<hash>: the content was hashed whole while streamed
+    assert saved["blob_id"].endswith("_" + base64.urlsafe_b64encode(expected_digest).decode())
     assert saved["growth_kib"] < SAVE_BOUND_KIB, f"save grew the peak RSS by {saved['growth_kib']} KiB"
 
 
