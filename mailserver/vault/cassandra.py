@@ -21,6 +21,11 @@ from mailserver.vault.model import StorageInformation, StoredDeletedMessage
 
 log = logging.getLogger(__name__)
 
+# James's statements of a store, in its order (bulk seeders of tests and benchmarks use them too).
+INSERT_STORAGE = "INSERT INTO storageInformation (owner, messageId, bucketName, blobId) VALUES (?, ?, ?, ?)"
+INSERT_METADATA = "INSERT INTO deletedMessageMetadata (bucketName, owner, messageId, payload) VALUES (?, ?, ?, ?)"
+INSERT_BUCKET_USER = "INSERT INTO userPerBucket (bucketName, user) VALUES (?, ?)"
+
 
 class CassandraMetadataStore(MetadataStore):
     def __init__(self, session: CassandraSession) -> None:
@@ -29,11 +34,9 @@ class CassandraMetadataStore(MetadataStore):
     def store(self, entry: StoredDeletedMessage) -> None:
         owner, message_id = entry.message.owner.value, str(entry.message.message_id)
         bucket = entry.storage.bucket_name
-        self.s.execute("INSERT INTO storageInformation (owner, messageId, bucketName, blobId) VALUES (?, ?, ?, ?)",
-                       (owner, message_id, bucket, entry.storage.blob_id))
-        self.s.execute("INSERT INTO deletedMessageMetadata (bucketName, owner, messageId, payload) "
-                       "VALUES (?, ?, ?, ?)", (bucket, owner, message_id, entry.payload()))
-        self.s.execute("INSERT INTO userPerBucket (bucketName, user) VALUES (?, ?)", (bucket, owner))
+        self.s.execute(INSERT_STORAGE, (owner, message_id, bucket, entry.storage.blob_id))
+        self.s.execute(INSERT_METADATA, (bucket, owner, message_id, entry.payload()))
+        self.s.execute(INSERT_BUCKET_USER, (bucket, owner))
 
     def storage_information(self, owner: Username, message_id: MessageId) -> StorageInformation | None:
         row = self.s.one("SELECT bucketName, blobId FROM storageInformation WHERE owner = ? AND messageId = ?",

@@ -1,0 +1,83 @@
+"""The vault purge DAG run by Airflow (``dag.test()``): health gate, Spark, report; one spark-submit per run.
+
+A small vault (90 entries over 18 months, 3 owners, content in S3 buckets of this test's prefix):
+the dry run lists exactly the entries of the 12 expired months and writes nothing (CQL and S3 read
+back unchanged); the real run deletes them, drops those months, and leaves the 6 others as they were.
+The volume and a real kill are tests/integration/vault/test_purge_vault_job.py's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from mailserver.blob.s3 import S3BlobStore, S3Config
+from tests.e2e.maintenance.conftest import run_dag
+from tests.support.vault_seed import (
+    expected_state,
+    listed_months,
+    metadata_rows,
+    months_from,
+    s3_listing,
+    seed_vault,
+    storage_rows,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+DAG_ID = "purge_deleted_messages_vault"
+TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
+MONTHS = months_from(datetime(2024, 6, 3, 8, tzinfo=UTC), 18)     # 2024-06 .. 2025-11
+BEGINNING = "2025-06-01T00:00:01Z"   # 12 months expired, 6 kept
+EXPIRED = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[:12]]
+KEPT = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[12:]]
+PER_MONTH = 5
+
+
+@pytest.fixture
+def vault_store(stack):
+    """The vault's S3 buckets under a prefix of this test (``deleted-messages-*`` names are global)."""
+    tag = uuid.uuid4().hex[:8]
+    store = S3BlobStore(S3Config(endpoint_url=stack.s3_endpoint, access_key=stack.s3_access_key,
+                                 secret_key=stack.s3_secret_key, region=stack.s3_region,
+                                 bucket_prefix=f"vp{tag}-", default_bucket=f"vault-dag-{tag}"))
+    yield store
+    for bucket in store.list_buckets():
+        store.delete_bucket(bucket)
+
+
+def vault_state(session, store) -> tuple:
+    return metadata_rows(session), storage_rows(session), listed_months(session), s3_listing(store)
+
+
+def test_dry_run_lists_and_writes_nothing_then_the_purge_deletes_the_expired_months(
+        maintenance_airflow, maintenance_keyspace, vault_store):
+    from mailplatform.hooks.reports import MaintenanceReportHook
+
+    session = maintenance_keyspace
+    owners = [f"dag{n}@vault.example" for n in range(3)]
+    entries = seed_vault(session, vault_store, MONTHS, 18 * PER_MONTH, owners)
+    expired = [e for e in entries if e.bucket in EXPIRED]
+    before = vault_state(session, vault_store)
+    assert before == expected_state(entries)
+    conf = {"beginning_of_retention": BEGINNING, "bucket_prefix": vault_store.config.bucket_prefix, "slices": 2}
+
+    run, states, summary = run_dag(DAG_ID, {**conf, "dry_run": True})
+    assert run.state == "success", states
+    assert summary["outcome"] == "DRY_RUN" and summary["type"] == TASK_TYPE
+    assert summary["detected"] == {b: PER_MONTH for b in EXPIRED}
+    assert summary["wouldDeleteBuckets"] == EXPIRED and summary["deletedBuckets"] == []
+    report = MaintenanceReportHook().read(TASK_TYPE, f"{DAG_ID}/{run.run_id}")
+    assert {(i["bucketname"], i["owner"], i["messageid"]) for i in report["detectedItems"]} == \
+        {(e.bucket, e.owner, e.message_id) for e in expired}
+    assert vault_state(session, vault_store) == before
+
+    run, states, summary = run_dag(DAG_ID, conf)
+    assert run.state == "success", states
+    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    assert summary["outcome"] == "COMPLETED" and summary["remaining"] == {}
+    assert summary["deletedEntries"] == len(expired) == 12 * PER_MONTH
+    assert summary["deletedBuckets"] == EXPIRED
+    assert vault_state(session, vault_store) == expected_state([e for e in entries if e.bucket in KEPT])

@@ -1,0 +1,147 @@
+"""A deleted-messages vault in bulk: entries over consecutive months, as the server's vault leaves them.
+
+Each entry is what ``BlobStoreDeletedMessageVault.append`` writes: a small content object in the S3
+bucket of its month (random blob id, James's ``PlainBlobId``), then the adapter's own three
+statements (``storageInformation``, ``deletedMessageMetadata`` with James's JSON payload,
+``userPerBucket``). Written concurrently (a thread pool of S3 puts, ``execute_concurrent`` for CQL)
+in chunks, so 100,000 entries take minutes rather than hours and a million fit in memory.
+
+Also the read-backs a purge is checked with: every metadata row, storage row, listed month and S3
+object of the keyspace and of the store's prefix (the keyspace holds nothing else).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from mailserver.blob.api import BucketName
+from mailserver.blob.s3 import S3BlobStore, make_client
+from mailserver.cassandra.session import CassandraSession
+from mailserver.model.address import MailAddress, Username
+from mailserver.model.ids import MailboxId, MessageId
+from mailserver.vault.buckets import bucket_for
+from mailserver.vault.cassandra import INSERT_BUCKET_USER, INSERT_METADATA, INSERT_STORAGE
+from mailserver.vault.model import DeletedMessage, StorageInformation, StoredDeletedMessage
+
+VAULT_PREFIX = "deleted-messages-"
+CHUNK = 10_000
+
+
+@dataclass(frozen=True)
+class SeededEntry:
+    bucket: str
+    owner: str
+    message_id: str
+    blob_id: str
+    payload: str
+    size: int
+
+
+def content(message_id: str) -> bytes:
+    """The small content of an entry (a purge never reads it; its size is checked in the listing)."""
+    return f"Subject: vault entry {message_id}\r\n\r\nDeleted long ago.\r\n".encode()
+
+
+def months_from(first: datetime, count: int) -> list[datetime]:
+    """``count`` consecutive months from ``first``'s (the same day and time in each)."""
+    return [first.replace(year=first.year + (first.month - 1 + i) // 12, month=(first.month - 1 + i) % 12 + 1)
+            for i in range(count)]
+
+
+def _entry(deleted_at: datetime, owner: str) -> SeededEntry:
+    message_id = MessageId.generate()
+    storage = StorageInformation(bucket_for(deleted_at), str(uuid.uuid4()))
+    message = DeletedMessage(
+        message_id=message_id, origin_mailboxes=(MailboxId.generate(),), owner=Username.of(owner),
+        delivery_date=deleted_at - timedelta(days=2), deletion_date=deleted_at,
+        sender=MailAddress.of("alice@example.com"), recipients=(MailAddress.of(owner),),
+        subject=f"entry {message_id}", has_attachment=False, size=len(content(str(message_id))))
+    return SeededEntry(storage.bucket_name, owner, str(message_id), storage.blob_id,
+                       StoredDeletedMessage(message, storage).payload(), message.size)
+
+
+def _execute(session: CassandraSession, cql: str, params: Sequence[tuple], concurrency: int) -> None:
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    for result in execute_concurrent_with_args(session.session, session.prepare(cql), params,
+                                               concurrency=concurrency, raise_on_first_error=True):
+        assert result.success
+
+
+def seed_vault(session: CassandraSession, store: S3BlobStore, months: Sequence[datetime], entries: int,
+               owners: Sequence[str], *, threads: int = 16, concurrency: int = 64,
+               keep: bool = True) -> list[SeededEntry]:
+    """``entries`` entries spread evenly over ``months`` and ``owners``; the entries (none unless ``keep``)."""
+    client = make_client(store.config)
+    for bucket in {bucket_for(m) for m in months}:
+        client.create_bucket(Bucket=store.resolve(BucketName(bucket)))
+
+    def put(entry: SeededEntry) -> None:
+        client.put_object(Bucket=store.resolve(BucketName(entry.bucket)), Key=entry.blob_id,
+                          Body=content(entry.message_id))
+
+    seeded: list[SeededEntry] = []
+    with ThreadPoolExecutor(threads) as pool:
+        for start in range(0, entries, CHUNK):
+            chunk = [_entry(months[i % len(months)], owners[(i // len(months)) % len(owners)])
+                     for i in range(start, min(entries, start + CHUNK))]
+            list(pool.map(put, chunk))   # content first, metadata after: as the vault appends
+            _execute(session, INSERT_STORAGE, [(e.owner, e.message_id, e.bucket, e.blob_id) for e in chunk],
+                     concurrency)
+            _execute(session, INSERT_METADATA, [(e.bucket, e.owner, e.message_id, e.payload) for e in chunk],
+                     concurrency)
+            _execute(session, INSERT_BUCKET_USER, sorted({(e.bucket, e.owner) for e in chunk}), concurrency)
+            if keep:
+                seeded.extend(chunk)
+    return seeded
+
+
+def _scan(session: CassandraSession, cql: str) -> Iterator[dict[str, Any]]:
+    from cassandra.query import SimpleStatement
+
+    return iter(session.session.execute(SimpleStatement(cql, fetch_size=5000), timeout=120))
+
+
+def metadata_rows(session: CassandraSession) -> dict[tuple[str, str, str], str]:
+    """Every ``deletedMessageMetadata`` row: (bucket, owner, message id) -> payload."""
+    return {(r["bucketname"], r["owner"], r["messageid"]): r["payload"] for r in _scan(
+        session, "SELECT bucketName, owner, messageId, payload FROM deletedMessageMetadata")}
+
+
+def storage_rows(session: CassandraSession) -> dict[tuple[str, str], tuple[str, str]]:
+    """Every ``storageInformation`` row: (owner, message id) -> (bucket, blob id)."""
+    return {(r["owner"], r["messageid"]): (r["bucketname"], r["blobid"]) for r in _scan(
+        session, "SELECT owner, messageId, bucketName, blobId FROM storageInformation")}
+
+
+def listed_months(session: CassandraSession) -> set[str]:
+    return {r["bucketname"] for r in _scan(session, "SELECT bucketName FROM userPerBucket PER PARTITION LIMIT 1")}
+
+
+def s3_listing(store: S3BlobStore) -> dict[str, dict[str, int]]:
+    """Every vault bucket of the store's prefix: month -> {key: size}."""
+    client = make_client(store.config)
+    prefix = store.config.bucket_prefix + VAULT_PREFIX
+    listing: dict[str, dict[str, int]] = {}
+    for bucket in client.list_buckets().get("Buckets", []):
+        if bucket["Name"].startswith(prefix):
+            objects = listing[bucket["Name"][len(store.config.bucket_prefix):]] = {}
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):
+                objects.update({o["Key"]: o["Size"] for o in page.get("Contents", [])})
+    return listing
+
+
+def expected_state(entries: Sequence[SeededEntry]) -> tuple[dict, dict, set[str], dict[str, dict[str, int]]]:
+    """What ``metadata_rows``, ``storage_rows``, ``listed_months`` and ``s3_listing`` read when just ``entries``
+    are in the vault."""
+    s3: dict[str, dict[str, int]] = {}
+    for e in entries:
+        s3.setdefault(e.bucket, {})[e.blob_id] = e.size
+    return ({(e.bucket, e.owner, e.message_id): e.payload for e in entries},
+            {(e.owner, e.message_id): (e.bucket, e.blob_id) for e in entries},
+            {e.bucket for e in entries}, s3)
