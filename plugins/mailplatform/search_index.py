@@ -106,8 +106,19 @@ def create_and_dual_write(client: Any, plan: SwapPlan, definition: Mapping[str, 
 
 def copy_with_reindex_api(client: Any, plan: SwapPlan, *, requests_per_second: float | None = None,
                           poll_seconds: float = 2.0, timeout_seconds: float = 6 * 3600) -> dict[str, Any]:
-    """``_reindex`` old -> new as a server task, polled. ``op_type: create``: a document the dual writes
-    already put in the new index is newer and stays (a conflict, counted, not an error)."""
+    """``_reindex`` old -> new as a server task, polled, twice. ``op_type: create``: a document the dual
+    writes already put in the new index is newer and stays (a conflict, counted, not an error).
+
+    The second pass catches up what a writer put in the old index only: one that had looked up the
+    write alias's indices before the new index joined it and wrote after the first pass's snapshot."""
+    first = _reindex_pass(client, plan, requests_per_second, poll_seconds, timeout_seconds)
+    catch_up = _reindex_pass(client, plan, requests_per_second, poll_seconds, timeout_seconds)
+    return {**first, "created": (first.get("created") or 0) + (catch_up.get("created") or 0),
+            "catchUpCreated": catch_up.get("created") or 0}
+
+
+def _reindex_pass(client: Any, plan: SwapPlan, requests_per_second: float | None, poll_seconds: float,
+                  timeout_seconds: float) -> dict[str, Any]:
     body = {"source": {"index": plan.old_index, "size": 1000},
             "dest": {"index": plan.new_index, "op_type": "create"}, "conflicts": "proceed"}
     params: dict[str, Any] = {"wait_for_completion": "false", "refresh": "true"}
@@ -132,9 +143,13 @@ def copy_with_reindex_api(client: Any, plan: SwapPlan, *, requests_per_second: f
 
 
 def verify(client: Any, plan: SwapPlan, truth_ids: Iterable[str], sample: Mapping[str, str],
-           *, tolerance: int = 0) -> dict[str, Any]:
+           *, tolerance: int = 0, settle_seconds: float = 30.0, poll_seconds: float = 2.0) -> dict[str, Any]:
     """The new index holds every message of Cassandra (``truth_ids``: ``<mailboxId>:<uid>``) and the sampled
-    ones with the same flags (``sample``: id -> signature); at most ``tolerance`` missing."""
+    ones with the same flags (``sample``: id -> signature); at most ``tolerance`` missing.
+
+    Mail keeps flowing during a swap, and a message is in Cassandra before its indexing (the listener,
+    through the write alias) is done: what is missing or differs at first is read again for up to
+    ``settle_seconds`` before it counts."""
     from opensearchpy import helpers
 
     from spark_apps.common.search_reindex import COMPARED_FIELDS, document_signature
@@ -143,8 +158,23 @@ def verify(client: Any, plan: SwapPlan, truth_ids: Iterable[str], sample: Mappin
     indexed = {hit["_id"]: hit["_source"] for hit in helpers.scan(
         client, index=plan.new_index, query={"query": {"match_all": {}}}, _source=COMPARED_FIELDS, size=2000)}
     truth = set(truth_ids)
-    missing = sorted(truth - set(indexed))
-    wrong = sorted(i for i, sig in sample.items() if i in indexed and document_signature(indexed[i]) != sig)
+
+    def problems() -> tuple[list[str], list[str]]:
+        missing = sorted(truth - set(indexed))
+        wrong = sorted(i for i, sig in sample.items() if i in indexed and document_signature(indexed[i]) != sig)
+        return missing, wrong
+
+    missing, wrong = problems()
+    deadline = time.monotonic() + settle_seconds
+    while (missing or wrong) and time.monotonic() < deadline:
+        time.sleep(poll_seconds)
+        client.indices.refresh(index=plan.new_index)
+        again = [*missing, *wrong]
+        # an ids query, not mget: documents are routed by mailbox, mget would need each routing
+        hits = client.search(index=plan.new_index, body={"query": {"ids": {"values": again}}, "size": len(again),
+                                                          "_source": list(COMPARED_FIELDS)})["hits"]["hits"]
+        indexed.update({hit["_id"]: hit["_source"] for hit in hits})
+        missing, wrong = problems()
     old_count = client.count(index=plan.old_index)["count"]
     result = {"messages": len(truth), "newIndexDocuments": len(indexed), "oldIndexDocuments": old_count,
               "missing": len(missing), "missingSample": missing[:20], "sampled": len(sample),
