@@ -15,12 +15,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from mailserver.blob.api import BucketName
-from mailserver.blob.s3 import S3BlobStore, make_client
+from mailserver.blob.s3 import S3BlobStore, S3Config, make_client
 from mailserver.cassandra.session import CassandraSession
 from mailserver.model.address import MailAddress, Username
 from mailserver.model.ids import MailboxId, MessageId
@@ -145,3 +146,17 @@ def expected_state(entries: Sequence[SeededEntry]) -> tuple[dict, dict, set[str]
     return ({(e.bucket, e.owner, e.message_id): e.payload for e in entries},
             {(e.owner, e.message_id): (e.bucket, e.blob_id) for e in entries},
             {e.bucket for e in entries}, s3)
+
+
+@contextmanager
+def prefixed_vault_store(stack: Any, prefix: str, default_bucket: str) -> Iterator[S3BlobStore]:
+    """An S3 store of the stack whose buckets carry ``prefix`` (``deleted-messages-*`` names are global),
+    every bucket of it deleted afterwards."""
+    store = S3BlobStore(S3Config(endpoint_url=stack.s3_endpoint, access_key=stack.s3_access_key,
+                                 secret_key=stack.s3_secret_key, region=stack.s3_region,
+                                 bucket_prefix=prefix, default_bucket=default_bucket))
+    try:
+        yield store
+    finally:
+        for bucket in store.list_buckets():
+            store.delete_bucket(bucket)

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mailserver.blob.s3 import S3BlobStore, S3Config
 from tests.e2e.maintenance.conftest import run_dag
 from tests.support.vault_seed import (
     expected_state,
     listed_months,
     metadata_rows,
     months_from,
+    prefixed_vault_store,
     s3_listing,
     seed_vault,
     storage_rows,
@@ -40,12 +40,8 @@ PER_MONTH = 5
 def vault_store(stack):
     """The vault's S3 buckets under a prefix of this test (``deleted-messages-*`` names are global)."""
     tag = uuid.uuid4().hex[:8]
-    store = S3BlobStore(S3Config(endpoint_url=stack.s3_endpoint, access_key=stack.s3_access_key,
-                                 secret_key=stack.s3_secret_key, region=stack.s3_region,
-                                 bucket_prefix=f"vp{tag}-", default_bucket=f"vault-dag-{tag}"))
-    yield store
-    for bucket in store.list_buckets():
-        store.delete_bucket(bucket)
+    with prefixed_vault_store(stack, f"vp{tag}-", f"vault-dag-{tag}") as store:
+        yield store
 
 
 def vault_state(session, store) -> tuple:
