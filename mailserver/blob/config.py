@@ -9,6 +9,9 @@ shared, and real deletes would remove them for every holder.
 ``deduplication.gc.generation.family`` (1) and ``.duration`` (30 days; a bare number is days,
 else a number with ``d``/``day(s)``, ``h``/``hour(s)``, ``m``/``min``/``minute(s)``,
 ``s``/``sec``/``second(s)``); they only shape the ids of the deduplicating store.
+
+``MAILSERVER_BLOB_CACHE_BYTES`` (32 MiB; 0 turns it off) and ``MAILSERVER_BLOB_CACHE_MAX_BLOB_BYTES``
+(256 KiB) size the mail server's in-process cache of small blobs (``cache.py``), ours, not James's.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from .api import BlobIdFactory, GenerationConfig, blob_id_factory
+from .cache import DEFAULT_MAX_BLOB_BYTES, DEFAULT_MAX_BYTES
 
 DEDUPLICATION = "MAILSERVER_BLOB_DEDUPLICATION"
 GENERATION_FAMILY = "MAILSERVER_BLOB_GENERATION_FAMILY"
 GENERATION_DURATION = "MAILSERVER_BLOB_GENERATION_DURATION"
-VARIABLES = (DEDUPLICATION, GENERATION_FAMILY, GENERATION_DURATION)
+CACHE_BYTES = "MAILSERVER_BLOB_CACHE_BYTES"
+CACHE_MAX_BLOB_BYTES = "MAILSERVER_BLOB_CACHE_MAX_BLOB_BYTES"
+VARIABLES = (DEDUPLICATION, GENERATION_FAMILY, GENERATION_DURATION, CACHE_BYTES, CACHE_MAX_BLOB_BYTES)
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 _DURATION = re.compile(r"^(\d+)\s*([a-z]*)$")
@@ -41,12 +47,23 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
+def _byte_count(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ValueError(f"{name}: {raw!r} is not a number of bytes (0 or more)")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class BlobStoreConfig:
     """Hashable and picklable: Spark jobs carry it to their executors."""
 
     deduplication: bool = False
     generation: GenerationConfig = field(default_factory=GenerationConfig)
+    cache_bytes: int = DEFAULT_MAX_BYTES
+    cache_max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BlobStoreConfig:
@@ -64,7 +81,8 @@ class BlobStoreConfig:
                                           parse_duration(duration) if duration else defaults.duration)
         except ValueError as exc:
             raise ValueError(f"{GENERATION_FAMILY}/{GENERATION_DURATION}: {exc}") from None
-        return cls(raw in _TRUE, generation)
+        return cls(raw in _TRUE, generation, _byte_count(env, CACHE_BYTES, DEFAULT_MAX_BYTES),
+                   _byte_count(env, CACHE_MAX_BLOB_BYTES, DEFAULT_MAX_BLOB_BYTES))
 
     def id_factory(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> BlobIdFactory:
         return blob_id_factory(self.deduplication, self.generation, clock)

@@ -86,6 +86,14 @@ class CassandraSession:
         rows = list(self.session.execute(self.prepare(cql), params))
         return bool(rows and rows[0].get("[applied]"))
 
+    def execute_cas(self, cql: str, params: Sequence[Any] | None = None) -> tuple[bool, dict[str, Any]]:
+        """A conditional statement and, when it was not applied, the row as Cassandra saw it (the
+        current values of the columns in its IF), so the caller can retry without a SERIAL read."""
+        self.faults.check(cql)
+        rows = list(self.session.execute(self.prepare(cql), params))
+        row = rows[0] if rows else {}
+        return bool(row.get("[applied]")), row
+
     def one(self, cql: str, params: Sequence[Any] | None = None, *, strong: bool = False) -> dict[str, Any] | None:
         rows = self.execute(cql, params, strong=strong)
         return rows[0] if rows else None

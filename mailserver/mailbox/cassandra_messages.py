@@ -10,7 +10,9 @@ describes, which the maintenance procedures then repair.
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
+from collections import OrderedDict
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.errors import ConcurrentModification
@@ -23,6 +25,7 @@ FLAG_COLUMNS = {flag: "flag" + flag.value for flag in SystemFlag}  # flagSeen, .
 METADATA_COLUMNS = ["threadId", "modSeq", *FLAG_COLUMNS.values(), "flagUser", "userFlags", "internalDate",
                     "save_date", "bodyStartOctet", "fullContentOctets", "headerContent"]
 LWT_RETRIES = 100
+LAST_ALLOCATED_KEPT = 10_000   # mailboxes whose last uid/modseq this process remembers
 
 
 def metadata_values(m: MessageMetadata) -> list:
@@ -44,6 +47,8 @@ def row_to_metadata(row: dict) -> MessageMetadata:
 class CassandraMessageStore(MessageStore):
     def __init__(self, session: CassandraSession) -> None:
         self.s = session
+        self._last_allocated: OrderedDict[tuple[str, object], int] = OrderedDict()
+        self._allocated_lock = threading.Lock()
         cols = ", ".join(METADATA_COLUMNS)
         marks = ", ".join("?" for _ in METADATA_COLUMNS)
         self._insert_imap_uid = (f"INSERT INTO imapUidTable (messageId, mailboxId, uid, {cols}) "
@@ -57,18 +62,37 @@ class CassandraMessageStore(MessageStore):
 
     # -- generators (LWT compare-and-set, as CassandraUidProvider / CassandraModSeqProvider) -----
     def _allocate(self, table: str, column: str, mailbox_id: MailboxId, count: int) -> int:
+        """Compare-and-set from the value this process saw last: one Paxos round per allocation
+        when nobody else allocated in between (James reads at SERIAL first: two rounds). A CAS
+        that loses returns the current value, which the next attempt starts from."""
+        key = (table, mailbox_id.value)
+        current = self._last_allocated.get(key)
         for _ in range(LWT_RETRIES):
-            row = self.s.one(f"SELECT {column} FROM {table} WHERE mailboxId = ?", (mailbox_id.value,), strong=True)
-            if row is None:
-                if self.s.execute_lwt(f"INSERT INTO {table} (mailboxId, {column}) VALUES (?, ?) IF NOT EXISTS",
-                                      (mailbox_id.value, count)):
-                    return 1
-                continue
-            current = row[column.lower()]
-            if self.s.execute_lwt(f"UPDATE {table} SET {column} = ? WHERE mailboxId = ? IF {column} = ?",
-                                  (current + count, mailbox_id.value, current)):
+            if current is None:
+                row = self.s.one(f"SELECT {column} FROM {table} WHERE mailboxId = ?", (mailbox_id.value,),
+                                 strong=True)
+                if row is None:
+                    if self.s.execute_lwt(f"INSERT INTO {table} (mailboxId, {column}) VALUES (?, ?) IF NOT EXISTS",
+                                          (mailbox_id.value, count)):
+                        self._remember(key, count)
+                        return 1
+                    continue
+                current = row[column.lower()]
+            applied, seen = self.s.execute_cas(f"UPDATE {table} SET {column} = ? WHERE mailboxId = ? IF {column} = ?",
+                                               (current + count, mailbox_id.value, current))
+            if applied:
+                self._remember(key, current + count)
                 return current + 1
+            current = seen.get(column.lower())   # None: no row (yet), read it at SERIAL
+        self._last_allocated.pop(key, None)
         raise ConcurrentModification(f"could not allocate {column} for mailbox {mailbox_id}")
+
+    def _remember(self, key: tuple[str, object], value: int) -> None:
+        with self._allocated_lock:
+            self._last_allocated[key] = value
+            self._last_allocated.move_to_end(key)
+            if len(self._last_allocated) > LAST_ALLOCATED_KEPT:
+                self._last_allocated.popitem(last=False)
 
     def next_uid(self, mailbox_id: MailboxId, count: int = 1) -> int:
         return self._allocate("messageCounter", "nextUid", mailbox_id, count)

@@ -75,8 +75,7 @@ class LocalDelivery(Mailet):
                 return
         log = self.context.mail_logger(mail)
         header = self.context.contents.read_header(mail.content)
-        raw = self.context.contents.read(mail.content)
-        body = raw[len(header):]
+        body = self.context.contents.read_body(mail.content)
         failed: list[tuple[MailAddress, Exception]] = []
         for recipient in mail.recipients:
             try:

@@ -72,6 +72,13 @@ class MimeMessageStore:
             return mime.split(data).header
         return self.blobs.read(self.blobs.default_bucket, content.header_blob_id)
 
+    def read_body(self, content: MailContent) -> bytes:
+        """The body alone (what follows the header and its empty line): one blob read when stored."""
+        if not content.stored:
+            data = content.data or b""
+            return data[len(mime.split(data).header):]
+        return self.blobs.read(self.blobs.default_bucket, content.body_blob_id)
+
     def delete(self, content: MailContent) -> None:
         """James deletes both blobs once a mail leaves a queue or a repository (a no-op under
         deduplication: the blobs may be shared, the blob GC decides)."""

@@ -96,6 +96,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     # Imported here so that `mailserver --help` does not load the drivers.
     import pika
 
+    from mailserver.blob.cache import CachedBlobStore
     from mailserver.blob.s3 import S3BlobStore, S3Config, make_client
     from mailserver.cassandra.config import CassandraConfig
     from mailserver.cassandra.versions import initialize_schema
@@ -125,7 +126,10 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     session = CassandraSession.connect(cassandra)
     try:
         s3 = S3Config.from_env(env)
-        blobs = S3BlobStore(s3, ids=settings.blob.id_factory())   # MAILSERVER_BLOB_DEDUPLICATION
+        blobs: BlobStore = S3BlobStore(s3, ids=settings.blob.id_factory())   # MAILSERVER_BLOB_DEDUPLICATION
+        if settings.blob.cache_bytes:   # a mail's content is read back by this process several times
+            blobs = CachedBlobStore(blobs, max_bytes=settings.blob.cache_bytes,
+                                    max_blob_bytes=settings.blob.cache_max_blob_bytes)
         contents = MimeMessageStore(blobs)
         metrics = Metrics()
         queues = MeteredMailQueueFactory(

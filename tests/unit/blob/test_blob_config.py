@@ -61,3 +61,12 @@ def test_the_config_pickles_and_hashes_for_spark_executors():
 def test_random_ids_of_the_default_setting_are_uuid4():
     blob_id = BlobStoreConfig().id_factory().generate(b"\0" * 32)
     assert isinstance(blob_id, BlobId) and uuid.UUID(str(blob_id)).version == 4
+
+
+def test_the_blob_cache_is_on_by_default_and_sized_from_the_environment():
+    assert BlobStoreConfig.from_env({}).cache_bytes == 32 * 1024 * 1024
+    config = BlobStoreConfig.from_env({"MAILSERVER_BLOB_CACHE_BYTES": "0",
+                                       "MAILSERVER_BLOB_CACHE_MAX_BLOB_BYTES": "4096"})
+    assert (config.cache_bytes, config.cache_max_blob_bytes) == (0, 4096)
+    with pytest.raises(ValueError, match="MAILSERVER_BLOB_CACHE_BYTES"):
+        BlobStoreConfig.from_env({"MAILSERVER_BLOB_CACHE_BYTES": "-1"})
