@@ -80,6 +80,28 @@ class CassandraSession:
         statement = self.prepare(cql) if prepared and params is not None else cql
         return list(self.session.execute(statement, params, execution_profile=profile))
 
+    def execute_concurrently(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Independent writes sent together and awaited together (James merges them the same way).
+
+        Every statement is attempted even when another fails; the first failure is raised once all
+        have answered, so a caller sees what it would have seen doing them one by one.
+        """
+        futures, failure = [], None
+        for cql, params in statements:
+            try:
+                self.faults.check(cql)
+            except Exception as exc:   # the fault seam: this one fails, the others still run
+                failure = failure or exc
+                continue
+            futures.append(self.session.execute_async(self.prepare(cql), params))
+        for future in futures:
+            try:
+                future.result()
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
     def execute_lwt(self, cql: str, params: Sequence[Any] | None = None) -> bool:
         """A conditional statement (IF NOT EXISTS / IF col = ?); True when applied."""
         self.faults.check(cql)

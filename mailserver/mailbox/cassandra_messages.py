@@ -25,6 +25,7 @@ FLAG_COLUMNS = {flag: "flag" + flag.value for flag in SystemFlag}  # flagSeen, .
 METADATA_COLUMNS = ["threadId", "modSeq", *FLAG_COLUMNS.values(), "flagUser", "userFlags", "internalDate",
                     "save_date", "bodyStartOctet", "fullContentOctets", "headerContent"]
 LWT_RETRIES = 100
+COUNT = "UPDATE mailboxCounters SET count = count + ?, unseen = unseen + ? WHERE mailboxId = ?"
 LAST_ALLOCATED_KEPT = 10_000   # mailboxes whose last uid/modseq this process remembers
 
 
@@ -175,17 +176,20 @@ class CassandraMessageStore(MessageStore):
 
     # -- index tables (CassandraIndexTableHandler) ------------------------------------------------
     def _index_added(self, m: MessageMetadata) -> None:
+        # Independent rows, written together as James's CassandraIndexTableHandler does.
         mailbox, uid = m.mailbox_id.value, m.uid
+        writes: list[tuple[str, tuple]] = []
         if m.flags.has(SystemFlag.DELETED):
-            self.s.execute("INSERT INTO messageDeleted (mailboxId, uid) VALUES (?, ?)", (mailbox, uid))
+            writes.append(("INSERT INTO messageDeleted (mailboxId, uid) VALUES (?, ?)", (mailbox, uid)))
         if m.flags.has(SystemFlag.RECENT):
-            self.s.execute("INSERT INTO mailboxRecents (mailboxId, recent_mesage_uid) VALUES (?, ?)", (mailbox, uid))
+            writes.append(("INSERT INTO mailboxRecents (mailboxId, recent_mesage_uid) VALUES (?, ?)", (mailbox, uid)))
         if not m.flags.has(SystemFlag.SEEN):
-            self.s.execute("INSERT INTO firstUnseen (mailboxId, uid) VALUES (?, ?)", (mailbox, uid))
+            writes.append(("INSERT INTO firstUnseen (mailboxId, uid) VALUES (?, ?)", (mailbox, uid)))
         if m.flags.user:
-            self.s.execute("UPDATE applicableFlag SET userFlags = userFlags + ? WHERE mailboxId = ?",
-                           (set(m.flags.user), mailbox))
-        self._count(m.mailbox_id, 1, 0 if m.flags.has(SystemFlag.SEEN) else 1)
+            writes.append(("UPDATE applicableFlag SET userFlags = userFlags + ? WHERE mailboxId = ?",
+                           (set(m.flags.user), mailbox)))
+        writes.append((COUNT, (1, 0 if m.flags.has(SystemFlag.SEEN) else 1, mailbox)))
+        self.s.execute_concurrently(writes)
 
     def _index_removed(self, m: MessageMetadata) -> None:
         mailbox, uid = m.mailbox_id.value, m.uid
@@ -216,8 +220,7 @@ class CassandraMessageStore(MessageStore):
 
     def _count(self, mailbox_id: MailboxId, count: int, unseen: int) -> None:
         if count or unseen:
-            self.s.execute("UPDATE mailboxCounters SET count = count + ?, unseen = unseen + ? WHERE mailboxId = ?",
-                           (count, unseen, mailbox_id.value))
+            self.s.execute(COUNT, (count, unseen, mailbox_id.value))
 
     # -- reads -----------------------------------------------------------------------------------
     def list(self, mailbox_id: MailboxId, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:

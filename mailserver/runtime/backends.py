@@ -158,7 +158,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         if settings.search is not None:   # the indexing group listener, registered before the bus consumes
             from mailserver.search.wiring import opensearch_search
 
-            search = opensearch_search(mailbox, settings.search)
+            search = opensearch_search(mailbox, settings.search, threads=settings.event_bus_concurrency)
         required_groups = RequiredGroups(CassandraEventStore(session),
                                          aggregate_id(bus.names.bus, pika.URLParameters(amqp_url).virtual_host))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]

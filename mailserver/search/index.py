@@ -34,10 +34,15 @@ STATE_MAPPING: dict[str, Any] = {"dynamic": "strict", "properties": {
     "previousIndex": {"type": "keyword"}, "recordedAt": {"type": "date"}}}
 
 
-def make_client(config: SearchConfig, *, max_retries: int = 1) -> OpenSearch:
-    """A client on ``config.urls``; few retries: the event bus retries a failed listener with backoff."""
+def make_client(config: SearchConfig, *, max_retries: int = 1, connections: int = 32) -> OpenSearch:
+    """A client on ``config.urls``; few retries: the event bus retries a failed listener with backoff.
+
+    ``connections`` per node: at least the threads that use the client at once (the event bus's
+    listener pool, IMAP SEARCH, WebAdmin); urllib3's default of 10 made it drop and reopen
+    connections under load ("Connection pool is full").
+    """
     return OpenSearch(hosts=list(config.urls), timeout=config.timeout, max_retries=max_retries,
-                      retry_on_timeout=False)
+                      retry_on_timeout=False, pool_maxsize=connections)
 
 
 # ---------------------------------------------------------------- index and aliases

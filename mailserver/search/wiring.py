@@ -15,6 +15,7 @@ from mailserver.search.listener import OpenSearchListeningMessageSearchIndex
 from mailserver.search.memory import MemorySearchIndex
 
 log = logging.getLogger(__name__)
+OTHER_CLIENT_THREADS = 22   # beside the listener threads: IMAP SEARCH and WebAdmin requests at once
 
 
 def register_search(context: MailboxContext, index: SearchIndex,
@@ -31,13 +32,14 @@ def memory_search(context: MailboxContext) -> MemorySearchIndex:
     return index
 
 
-def opensearch_search(context: MailboxContext, config: SearchConfig) -> SearchIndex:
+def opensearch_search(context: MailboxContext, config: SearchConfig, *, threads: int = 10) -> SearchIndex:
     """The OpenSearch index of ``config`` (index and aliases ensured now if OpenSearch answers, else at
-    the first write) with the indexing listener registered on ``context.bus``."""
+    the first write) with the indexing listener registered on ``context.bus``; ``threads``: how many
+    listener threads may index at once (the client's connection pool is sized from it)."""
     from mailserver.search.index import make_client
     from mailserver.search.opensearch import OpenSearchSearchIndex
 
-    index = OpenSearchSearchIndex(make_client(config), config)
+    index = OpenSearchSearchIndex(make_client(config, connections=threads + OTHER_CLIENT_THREADS), config)
     try:
         index.ensure()
     except SearchIndexError as error:   # search is off the mail path: start anyway, indexing retries
