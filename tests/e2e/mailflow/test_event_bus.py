@@ -202,7 +202,7 @@ def test_a_listener_process_killed_mid_event_handles_every_event_once_per_group(
         listeners.start()
         expected = bus_world.recomputed_quota()
         assert eventually(lambda: bus_world.quota() == expected, timeout=180), (bus_world.quota(), expected)
-        assert eventually(lambda: bus_world.fast_views() == 150, timeout=60), listeners.tail()
+        assert eventually(lambda: bus_world.fast_views() == 150, timeout=180), listeners.tail()
     finally:
         listeners.terminate()
         intake.terminate()
