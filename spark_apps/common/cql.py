@@ -3,7 +3,8 @@
 The connector reads whole tables well, but repairs need what it cannot give from PySpark:
 a re-read at SERIAL consistency just before a fix (a Spark snapshot is stale by definition),
 lightweight transactions, and counter deltas. One ``Cluster`` per Python worker process and
-per endpoint, created on first use and reused by every partition that process runs.
+per endpoint, created on first use and reused by every partition that process runs, and by the
+threads of a partition that repairs several items at once (thread-safe).
 """
 
 from __future__ import annotations
@@ -64,12 +65,16 @@ class CqlSession:
                                auth_provider=auth, execution_profiles=profiles, connect_timeout=15)
         self.session = self.cluster.connect(endpoint.keyspace)
         self._prepared: dict[str, Any] = {}
+        self._preparing = threading.Lock()   # the driver's Session is thread-safe; this cache is made so
         atexit.register(self.cluster.shutdown)
 
     def _statement(self, cql: str) -> Any:
         stmt = self._prepared.get(cql)
         if stmt is None:
-            stmt = self._prepared[cql] = self.session.prepare(cql)
+            with self._preparing:   # several repair threads: one prepare per statement, not one each
+                stmt = self._prepared.get(cql)
+                if stmt is None:
+                    stmt = self._prepared[cql] = self.session.prepare(cql)
         return stmt
 
     def execute(self, cql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

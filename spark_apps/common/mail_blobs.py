@@ -14,6 +14,7 @@ from typing import Any
 
 _LOCK = threading.Lock()
 _CLIENTS: dict[tuple[str, str | None], Any] = {}
+POOL = 64   # HTTP connections per client: a boto3 client is thread-safe, the threads of a partition share it
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class S3Access:
             if client is None:
                 client = _CLIENTS[key] = s3_client({
                     "S3_ENDPOINT": self.endpoint, "S3_ACCESS_KEY": self.access_key or "",
-                    "S3_SECRET_KEY": self.secret_key or "", "S3_REGION": self.region})
+                    "S3_SECRET_KEY": self.secret_key or "", "S3_REGION": self.region}, max_pool_connections=POOL)
         return client
 
 

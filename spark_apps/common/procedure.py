@@ -10,6 +10,9 @@ module does the rest, the same way for every procedure:
   run started again with the same ``--run-key`` skips the slices already done and still
   reports them;
 * repair writes are throttled to ``--rate`` items/s across the whole job;
+* a procedure whose ``repair`` is safe to call from several threads may set ``concurrency``: each
+  partition then keeps up to that many items in flight (a small thread pool fed as items finish,
+  the partition never read ahead further), instead of one synchronous item at a time;
 * after the repair, detection runs again: items still there that this run tried to fix are
   *unresolved* (the run is PARTIAL); items that appeared since are *new* (reported, not
   failed: the procedures that run online can see fresh inconsistencies from live traffic);
@@ -26,7 +29,8 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -104,6 +108,10 @@ class Procedure(ABC):
 
     job: str                 # James's task type, e.g. "solve-message-inconsistencies"
     slice_columns: tuple[str, ...]
+    # Items of one partition repaired at once (threads of the executor's Python worker). 1: one after
+    # the other in the task's own thread. More only when ``repair`` is thread-safe (shared CQL session
+    # and S3 client: both are; per-call state only).
+    concurrency: int = 1
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:  # noqa: B027 (optional hook)
         """Procedure-specific options (scope, modes)."""
@@ -129,17 +137,49 @@ def _with_slice(items: DataFrame, columns: Sequence[str], slices: int) -> DataFr
     return items.withColumn("slice", F.pmod(F.xxhash64(*columns), F.lit(slices)).cast("int"))
 
 
+def _repair_one(procedure: Procedure, endpoint: CqlEndpoint, item: dict[str, Any]) -> dict[str, Any]:
+    try:
+        outcome = procedure.repair(endpoint, item)
+    except Exception as exc:  # one bad item must not stop the slice: it is reported and replayable
+        outcome = Outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}")
+    return {"status": outcome.status, "item": outcome.item, "counter": outcome.counter, "error": outcome.error}
+
+
 def _repair_partition(procedure: Procedure, endpoint: CqlEndpoint, rate: float | None,
-                      rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+                      rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """The outcome of every row of the partition: one at a time, or ``procedure.concurrency`` in flight.
+
+    Each repair starts once the partition's limiter allows it (the limiter is taken here, in the
+    task's thread, before the item is handed to a thread), so ``rate`` holds whatever the
+    concurrency. With concurrency, outcomes come in the order repairs finish, and the next row is
+    read only when a slot is free: at most ``concurrency`` items of the partition are held.
+    """
     limiter = RateLimiter(rate)
-    for row in rows:
-        item = {k: v for k, v in row.asDict(recursive=True).items() if k != "slice"}
-        limiter.acquire()
-        try:
-            outcome = procedure.repair(endpoint, item)
-        except Exception as exc:  # one bad item must not stop the slice: it is reported and replayable
-            outcome = Outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}")
-        yield {"status": outcome.status, "item": outcome.item, "counter": outcome.counter, "error": outcome.error}
+    items = ({k: v for k, v in row.asDict(recursive=True).items() if k != "slice"} for row in rows)
+    concurrency = max(1, int(getattr(procedure, "concurrency", 1) or 1))
+    if concurrency == 1:
+        for item in items:
+            limiter.acquire()
+            yield _repair_one(procedure, endpoint, item)
+        return
+    pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"repair-{procedure.job}")
+    in_flight: set[Future[dict[str, Any]]] = set()
+    exhausted = False
+    try:
+        while in_flight or not exhausted:
+            while not exhausted and len(in_flight) < concurrency:   # a free slot: read one more row
+                item = next(items, None)
+                if item is None:
+                    exhausted = True
+                else:
+                    limiter.acquire()
+                    in_flight.add(pool.submit(_repair_one, procedure, endpoint, item))
+            if in_flight:
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+    finally:   # also when the task is cancelled: nothing queued is started, what runs is waited for
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _merge(into: SliceResult, other: SliceResult, sample_size: int) -> None:

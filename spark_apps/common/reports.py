@@ -32,8 +32,9 @@ class ReportLocation:
         return cls(bucket, f"reports/{safe_run}/{job}.json")
 
 
-def s3_client(env: Mapping[str, str] | None = None) -> Any:
-    """boto3 client from the platform's S3_* variables (path-style, as S3Proxy and MinIO want)."""
+def s3_client(env: Mapping[str, str] | None = None, *, max_pool_connections: int = 10) -> Any:
+    """boto3 client from the platform's S3_* variables (path-style, as S3Proxy and MinIO want).
+    ``max_pool_connections`` (botocore's default 10): the threads that share the client at most."""
     import boto3
     from botocore.config import Config
 
@@ -45,7 +46,7 @@ def s3_client(env: Mapping[str, str] | None = None) -> Any:
         "s3", endpoint_url=endpoint, aws_access_key_id=env.get("S3_ACCESS_KEY"),
         aws_secret_access_key=env.get("S3_SECRET_KEY"), region_name=env.get("S3_REGION", "us-east-1"),
         config=Config(s3={"addressing_style": "path"}, request_checksum_calculation="when_required",
-                      response_checksum_validation="when_required"))
+                      response_checksum_validation="when_required", max_pool_connections=max_pool_connections))
 
 
 def write_report(report: Mapping[str, Any], location: ReportLocation, client: Any | None = None) -> None:

@@ -3,10 +3,15 @@
 James throttles its tasks with fixed one-second windows; a token bucket gives the same
 average without the bursts at each window start. The rate of a job is split across the
 partitions that run at once, so the whole job stays under what the operator asked for.
+
+A limiter may be shared by threads (a partition repairing several items at once): ``acquire`` is
+serialized by a lock, held while a caller waits for its token, so waiting callers are let through
+one by one at the rate, never together.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -22,11 +27,17 @@ class RateLimiter:
         self._sleep = sleep
         self._tokens = self.capacity
         self._last = clock()
+        self._lock = threading.Lock()
 
     def acquire(self) -> None:
-        """Block until one operation may run."""
+        """Block until one operation may run (thread-safe)."""
         if self.rate is None:
             return
+        with self._lock:
+            self._take()
+
+    def _take(self) -> None:
+        assert self.rate is not None
         now = self._clock()
         self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
         self._last = now

@@ -11,7 +11,10 @@ does the same work entry by entry so that it can be checkpointed, throttled and 
   content object is deleted (``storageInformation`` says where; an entry appended again in a
   later month keeps its newer content and location), then ``storageInformation``, then the
   ``deletedMessageMetadata`` row: content first, metadata last, so nothing ever points to a blob
-  that is gone without the next run finishing the work;
+  that is gone without the next run finishing the work. Those are synchronous round trips, so each
+  partition keeps ``--concurrency`` entries in flight (8 by default; 1 = one at a time): ``repair``
+  holds no state of its own, the worker process's CQL session (a cassandra-driver ``Session``) and
+  boto3 client that the threads share are thread-safe, and ``--rate`` still bounds the whole job;
 * finishing, on the driver: each expired month without metadata rows left loses what is left of
   its S3 bucket and its ``userPerBucket`` partition (the month's listing, written first by the
   server and deleted last here); verification is detection again.
@@ -54,6 +57,8 @@ DELETE_ENTRY = "DELETE FROM deletedMessageMetadata WHERE bucketName = ? AND owne
 BUCKET_USERS = "SELECT user FROM userPerBucket WHERE bucketName = ?"
 ANY_ENTRY = "SELECT messageId FROM deletedMessageMetadata WHERE bucketName = ? AND owner = ? LIMIT 1"
 DELETE_BUCKET_USERS = "DELETE FROM userPerBucket WHERE bucketName = ?"
+DEFAULT_CONCURRENCY = 8
+MAX_CONCURRENCY = 64
 
 
 def beginning_of_retention(now: datetime, retention: str | None, given: str | None) -> datetime:
@@ -85,6 +90,7 @@ class PurgeDeletedMessagesVault(Procedure):
         self.bucket_prefix = ""
         self.s3: S3Access | None = None
         self.expired_buckets: list[str] = []
+        self.concurrency = DEFAULT_CONCURRENCY
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("vault")
@@ -92,13 +98,21 @@ class PurgeDeletedMessagesVault(Procedure):
         g.add_argument("--beginning-of-retention",
                        help="ISO-8601 instant: purge the months that ended before it (instead of now - retention)")
         g.add_argument("--bucket-prefix", help="the server's bucket prefix [S3_BUCKET_PREFIX]")
+        g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                       help=f"entries deleted at once by each Spark partition (1 to {MAX_CONCURRENCY}, "
+                            f"default {DEFAULT_CONCURRENCY}; --rate still bounds the whole job)")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
+        concurrency = getattr(args, "concurrency", DEFAULT_CONCURRENCY)
+        if not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise ValueError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+        self.concurrency = concurrency
         self.beginning = beginning_of_retention(datetime.now(UTC), args.retention, args.beginning_of_retention)
         self.bucket_prefix = args.bucket_prefix if args.bucket_prefix is not None else \
             os.environ.get("S3_BUCKET_PREFIX", "")
         self.s3 = S3Access.from_env(os.environ)
-        return {"beginningOfRetentionPeriod": self.beginning.isoformat(), "bucketPrefix": self.bucket_prefix}
+        return {"beginningOfRetentionPeriod": self.beginning.isoformat(), "bucketPrefix": self.bucket_prefix,
+                "concurrency": self.concurrency}
 
     def detect(self, spark: SparkSession, settings: JobSettings) -> Detection:
         from pyspark.sql import functions as F

@@ -4,7 +4,9 @@ Each entry is what ``BlobStoreDeletedMessageVault.append`` writes: a small conte
 bucket of its month (random blob id, James's ``PlainBlobId``), then the adapter's own three
 statements (``storageInformation``, ``deletedMessageMetadata`` with James's JSON payload,
 ``userPerBucket``). Written concurrently (a thread pool of S3 puts, ``execute_concurrent`` for CQL)
-in chunks, so 100,000 entries take minutes rather than hours and a million fit in memory.
+in chunks, so 100,000 entries take minutes rather than hours and a million fit in memory. A caller
+may write the content objects some other way (``put``: bench/vault_purge.py's ``--seed disk`` writes
+them straight into S3Proxy's filesystem backend); the buckets and the CQL rows are written the same.
 
 Also the read-backs a purge is checked with: every metadata row, storage row, listed month and S3
 object of the keyspace and of the store's prefix (the keyspace holds nothing else).
@@ -12,9 +14,10 @@ object of the keyspace and of the store's prefix (the keyspace holds nothing els
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -75,30 +78,60 @@ def _execute(session: CassandraSession, cql: str, params: Sequence[tuple], concu
 
 
 def seed_vault(session: CassandraSession, store: S3BlobStore, months: Sequence[datetime], entries: int,
-               owners: Sequence[str], *, threads: int = 16, concurrency: int = 64,
-               keep: bool = True) -> list[SeededEntry]:
-    """``entries`` entries spread evenly over ``months`` and ``owners``; the entries (none unless ``keep``)."""
+               owners: Sequence[str], *, threads: int = 16, concurrency: int = 64, keep: bool = True,
+               put_object: Callable[[str, str, bytes], None] | None = None,
+               timings: dict[str, float] | None = None) -> list[SeededEntry]:
+    """``entries`` entries spread evenly over ``months`` and ``owners``; the entries (none unless ``keep``).
+
+    ``put_object(s3 bucket, key, body)`` writes one content object (default: an S3 PUT); the buckets
+    are created through S3 first either way. ``timings`` (if given) adds up the seconds spent making
+    the entries, waiting for the contents (written while the previous chunk's rows are) and writing
+    the CQL rows."""
     client = make_client(store.config)
     for bucket in {bucket_for(m) for m in months}:
         client.create_bucket(Bucket=store.resolve(BucketName(bucket)))
+    write = put_object or (lambda bucket, key, body: client.put_object(Bucket=bucket, Key=key, Body=body))
 
     def put(entry: SeededEntry) -> None:
-        client.put_object(Bucket=store.resolve(BucketName(entry.bucket)), Key=entry.blob_id,
-                          Body=content(entry.message_id))
+        write(store.resolve(BucketName(entry.bucket)), entry.blob_id, content(entry.message_id))
 
     seeded: list[SeededEntry] = []
+    spent = timings if timings is not None else {}
+
+    def add(phase: str, since: float) -> float:
+        now = time.perf_counter()
+        spent[phase] = spent.get(phase, 0.0) + now - since
+        return now
+
+    def finish(chunk: list[SeededEntry], contents: list[Future[None]]) -> None:
+        """The chunk's CQL rows, once all its contents are written: content first, metadata after, as the vault
+        appends."""
+        started = time.perf_counter()
+        for future in contents:
+            future.result()
+        started = add("content", started)
+        _execute(session, INSERT_STORAGE, [(e.owner, e.message_id, e.bucket, e.blob_id) for e in chunk], concurrency)
+        _execute(session, INSERT_METADATA, [(e.bucket, e.owner, e.message_id, e.payload) for e in chunk],
+                 concurrency)
+        _execute(session, INSERT_BUCKET_USER, sorted({(e.bucket, e.owner) for e in chunk}), concurrency)
+        add("cql", started)
+        if keep:
+            seeded.extend(chunk)
+
+    # Pipelined: the contents of one chunk are written (the pool) while the rows of the previous one are.
     with ThreadPoolExecutor(threads) as pool:
+        previous: tuple[list[SeededEntry], list[Future[None]]] | None = None
         for start in range(0, entries, CHUNK):
+            started = time.perf_counter()
             chunk = [_entry(months[i % len(months)], owners[(i // len(months)) % len(owners)])
                      for i in range(start, min(entries, start + CHUNK))]
-            list(pool.map(put, chunk))   # content first, metadata after: as the vault appends
-            _execute(session, INSERT_STORAGE, [(e.owner, e.message_id, e.bucket, e.blob_id) for e in chunk],
-                     concurrency)
-            _execute(session, INSERT_METADATA, [(e.bucket, e.owner, e.message_id, e.payload) for e in chunk],
-                     concurrency)
-            _execute(session, INSERT_BUCKET_USER, sorted({(e.bucket, e.owner) for e in chunk}), concurrency)
-            if keep:
-                seeded.extend(chunk)
+            add("entries", started)
+            contents = [pool.submit(put, e) for e in chunk]
+            if previous is not None:
+                finish(*previous)
+            previous = chunk, contents
+        if previous is not None:
+            finish(*previous)
     return seeded
 
 

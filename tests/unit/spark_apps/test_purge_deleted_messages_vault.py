@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from spark_apps.common.procedure import ProcedureRunner
 from spark_apps.jobs.purge_deleted_messages_vault import (
     PurgeDeletedMessagesVault,
     beginning_of_retention,
@@ -48,7 +49,23 @@ def test_configure_reads_options_and_environment(monkeypatch):
     monkeypatch.setenv("S3_BUCKET_PREFIX", "env-")
     job = PurgeDeletedMessagesVault()
     options = job.configure(argparse.Namespace(retention="1y", beginning_of_retention="2025-06-01T00:00:00Z",
-                                               bucket_prefix=None))
-    assert options == {"beginningOfRetentionPeriod": "2025-06-01T00:00:00+00:00", "bucketPrefix": "env-"}
-    job.configure(argparse.Namespace(retention=None, beginning_of_retention=None, bucket_prefix="arg-"))
-    assert job.bucket_prefix == "arg-"
+                                               bucket_prefix=None, concurrency=8))
+    assert options == {"beginningOfRetentionPeriod": "2025-06-01T00:00:00+00:00", "bucketPrefix": "env-",
+                       "concurrency": 8}
+    job.configure(argparse.Namespace(retention=None, beginning_of_retention=None, bucket_prefix="arg-",
+                                     concurrency=3))
+    assert job.bucket_prefix == "arg-" and job.concurrency == 3
+
+
+def test_entries_are_deleted_eight_at_a_time_per_partition_by_default(monkeypatch, capsys):
+    monkeypatch.setenv("S3_ENDPOINT", "http://127.0.0.1:9000")
+    job = PurgeDeletedMessagesVault()
+    _, _, _, options = ProcedureRunner(job).parse([])
+    assert job.concurrency == options["concurrency"] == 8
+    ProcedureRunner(job).parse(["--concurrency", "1"])
+    assert job.concurrency == 1   # one entry at a time, as before
+    for bad in ("0", "-2", "65"):
+        with pytest.raises(SystemExit) as exit_:
+            ProcedureRunner(PurgeDeletedMessagesVault()).parse(["--concurrency", bad])
+        assert exit_.value.code == 2
+    assert "--concurrency must be between 1 and 64" in capsys.readouterr().err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from spark_apps.common.throttle import RateLimiter, share
@@ -44,6 +46,18 @@ def test_idle_time_refills_only_up_to_the_burst():
     for _ in range(4):
         limiter.acquire()
     assert clock.slept == pytest.approx(1.0)
+
+
+def test_threads_sharing_a_limiter_get_the_same_rate_as_one_caller():
+    clock = FakeClock()   # the limiter's lock serializes the callers, and so the fake clock too
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    threads = [threading.Thread(target=lambda: [limiter.acquire() for _ in range(11)]) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # 110 operations: 10 of burst, 100 at 10/s, exactly as from one thread
+    assert clock.now == pytest.approx(10.0, rel=0.01)
 
 
 def test_rate_is_shared_between_parallel_partitions():
