@@ -34,7 +34,8 @@ def eventually(probe: Callable[[], Any], timeout: float = 30.0) -> Any:
     return value
 
 
-def test_delivered_mail_is_found_through_the_servers_search(stack, cassandra, cassandra_config, tmp_path):
+def test_delivered_mail_is_found_through_the_servers_search_and_expunged_mail_is_not(stack, cassandra, cassandra_config,
+                                                                                     tmp_path):
     tag = uuid.uuid4().hex[:8]
     container = mailet_container_for_tests(tmp_path / "mailetcontainer.yaml")
     index_name, read_alias, state = f"mailbox_e2e_{tag}", f"mailboxReadAlias_e2e_{tag}", f"search_state_e2e_{tag}"
@@ -73,6 +74,9 @@ def test_delivered_mail_is_found_through_the_servers_search(stack, cassandra, ca
             assert eventually(lambda: found(from_="ada", subject="engine", body="bernoulli")) == [stored.uid]
             manager.set_flags(inbox, Flags.of(SystemFlag.SEEN), FlagsUpdateMode.ADD)
             assert eventually(lambda: found(flags_set={SystemFlag.SEEN})) == [stored.uid]
+            manager.set_flags(inbox, Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD)
+            assert manager.expunge(inbox) == [stored.uid]
+            assert eventually(lambda: found(body="bernoulli") == [] and found(from_="ada") == [])
         finally:
             server.stop()
             client.indices.delete(index=f"{index_name},{state}", ignore_unavailable=True)
