@@ -104,9 +104,7 @@ class CassandraSession:
 
     def execute_lwt(self, cql: str, params: Sequence[Any] | None = None) -> bool:
         """A conditional statement (IF NOT EXISTS / IF col = ?); True when applied."""
-        self.faults.check(cql)
-        rows = list(self.session.execute(self.prepare(cql), params))
-        return bool(rows and rows[0].get("[applied]"))
+        return self.execute_cas(cql, params)[0]
 
     def execute_cas(self, cql: str, params: Sequence[Any] | None = None) -> tuple[bool, dict[str, Any]]:
         """A conditional statement and, when it was not applied, the row as Cassandra saw it (the

@@ -75,8 +75,7 @@ class MimeMessageStore:
     def read_body(self, content: MailContent) -> bytes:
         """The body alone (what follows the header and its empty line): one blob read when stored."""
         if not content.stored:
-            data = content.data or b""
-            return data[len(mime.split(data).header):]
+            return (content.data or b"")[len(self.read_header(content)):]
         return self.blobs.read(self.blobs.default_bucket, content.body_blob_id)
 
     def delete(self, content: MailContent) -> None:
