@@ -32,7 +32,9 @@ class MemoryTaskStore(TaskStore):
     def waiting(self, limit: int) -> list[TaskExecutionDetails]:
         with self._lock:
             waiting = [d for d in self._tasks.values() if d.status is TaskStatus.WAITING]
-        waiting.sort(key=lambda d: (d.submitted_date, str(d.task_id)))
+        # A stable sort on the date alone: tasks submitted within the same millisecond keep their
+        # submission order (the dict's insertion order) instead of a random task-id order.
+        waiting.sort(key=lambda d: d.submitted_date)
         return waiting[:limit]
 
     def running(self) -> list[TaskExecutionDetails]:
