@@ -17,7 +17,7 @@ from pathlib import Path
 
 from include.connections import airflow_connections
 
-from .. import artifacts, processes
+from .. import artifacts, processes, spark_cds
 from ..endpoints import Endpoints
 from ..settings import REPO_ROOT
 from .base import Service, ServiceError
@@ -97,6 +97,9 @@ class Airflow(Service):
             "SPARK_CONNECTOR_JARS": ",".join(str(j) for j in artifacts.spark_jars(s)),
             "SPARK_LOCAL_DIRS": str(s.root / "spark-tmp"),
         })
+        archive = spark_cds.archive_path(s.root / "spark-cds", s.java_home, artifacts.spark_jars(s))
+        if archive.exists():   # recorded by prepare(): spark-submit starts in about half the time
+            env["SPARK_SUBMIT_OPTS"] = spark_cds.submit_options(archive, env.get("SPARK_SUBMIT_OPTS", ""))
         return env
 
     def prepare(self) -> None:
@@ -104,6 +107,9 @@ class Airflow(Service):
         for sub in ("run", "logs"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
         (self.settings.root / "spark-tmp").mkdir(parents=True, exist_ok=True)
+        s = self.settings
+        spark_cds.ensure_archive(s.root / "spark-cds", {**os.environ, "JAVA_HOME": s.java_home},
+                                 artifacts.spark_jars(s), cassandra_host=s.host, cassandra_port=s.ports.cassandra)
         result = subprocess.run([self._airflow(), "db", "migrate"], env=self.env(),
                                 capture_output=True, text=True, timeout=900)
         if result.returncode != 0:
