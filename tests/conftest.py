@@ -191,3 +191,15 @@ def maintenance_keyspace(maintenance_cassandra):
     clear_keyspace(maintenance_cassandra)
     yield maintenance_cassandra
     maintenance_cassandra.faults.clear()
+
+
+# Tests that bring up the stack's own Airflow (scheduler, dag-processor, PostgreSQL, a mail server).
+# Once up it idles at about a fifth of a core until the session ends, so these tests run last.
+STACK_AIRFLOW_TESTS = ("tests/e2e/airflow_api/", "tests/e2e/test_run_command.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def needs_stack_airflow(item: pytest.Item) -> bool:
+        return Path(item.path).relative_to(REPO).as_posix().startswith(STACK_AIRFLOW_TESTS)
+
+    items.sort(key=needs_stack_airflow)   # stable: every other test keeps its order
