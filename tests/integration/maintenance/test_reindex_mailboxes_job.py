@@ -1,8 +1,8 @@
 """The search reindex through spark-submit, on Cassandra + S3 + OpenSearch (issue 13).
 
-2,000 real MIME messages appended through the mailbox manager (concurrently, one thread per mailbox)
-and indexed with the indexing listener's document code, then the index is damaged the three ways
-production damages it:
+Real MIME messages (600 by default, 120 per inbox; ``REINDEX_TEST_INBOX=400`` gives the issue's
+2,000) appended through the mailbox manager (concurrently, one thread per mailbox) and indexed with
+the indexing listener's document code, then the index is damaged the three ways production damages it:
 documents lost, flags wrong in the index (a lost FlagsUpdated, or flags changed in Cassandra with
 the listener down), documents of expunged messages left behind. ``fixOutdated`` must fix exactly
 that (report counts equal the damage), leave an index equal to ``imapUidTable`` (ids, flags and
@@ -13,6 +13,7 @@ spark-submits (the fix, then the run finding nothing), and one for the rerun of 
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -109,13 +110,19 @@ def index_as_the_listener(ctx, client, search: SearchConfig, seeded: SeededUsers
     assert not report.failures, report.failures
 
 
-def test_damaged_index_of_2000_messages_fixed_exactly_then_nothing(stack, spark_env, maintenance_keyspace, s3_blobs,
-                                                                   search):
+# Per user: INBOX messages in the inbox and a quarter of that in Archive, four users. The damage below
+# needs 120 inbox messages per user; the seeding (about 0.1 s of CPU per append) is most of the test.
+INBOX = int(os.environ.get("REINDEX_TEST_INBOX", "120"))
+ARCHIVE = INBOX // 4
+SEEDED = 4 * (INBOX + ARCHIVE)
+
+
+def test_damaged_index_fixed_exactly_then_nothing(stack, spark_env, maintenance_keyspace, s3_blobs, search):
     session = maintenance_keyspace
     client = make_client(search, max_retries=3)
     ctx = mailbox_context(session, s3_blobs)
-    seeded = seed_concurrently(ctx, session, users=4, inbox_messages=400, archive_messages=100)
-    assert len(truth(session)) == 2000
+    seeded = seed_concurrently(ctx, session, users=4, inbox_messages=INBOX, archive_messages=ARCHIVE)
+    assert len(truth(session)) == SEEDED
     index_as_the_listener(ctx, client, search, seeded)
     assert indexed(client, search) == truth(session)
 
@@ -134,7 +141,7 @@ def test_damaged_index_of_2000_messages_fixed_exactly_then_nothing(stack, spark_
     gone = [m.uid for m in inbox[fourth][100:120]]
     ctx.manager.set_flags(seeded.inbox[fourth], Flags.of(SystemFlag.DELETED), FlagsUpdateMode.ADD, uids=gone)
     ctx.manager.expunge(seeded.inbox[fourth], uids=gone)
-    assert len(truth(session)) == 1980 and indexed(client, search) != truth(session)
+    assert len(truth(session)) == SEEDED - 20 and indexed(client, search) != truth(session)
 
     fixed = run(session, stack, s3_blobs, spark_env, search, "--mode", "fixOutdated", "--slices", "4")
     assert fixed["type"] == "full-reindexing" and fixed["outcome"] == "COMPLETED", fixed
@@ -143,7 +150,7 @@ def test_damaged_index_of_2000_messages_fixed_exactly_then_nothing(stack, spark_
             fixed["failedMessageCount"], fixed["processedMessageCount"]) == (60, 70, 20, 0, 150)
     assert (fixed["successfullyReprocessedMailCount"], fixed["failedReprocessedMailCount"]) == (150, 0)
     assert fixed["messageFailures"] == {} and fixed["mailboxFailures"] == []
-    assert fixed["scannedMessageCount"] == 1980 and fixed["remaining"] == {}
+    assert fixed["scannedMessageCount"] == SEEDED - 20 and fixed["remaining"] == {}
     assert indexed(client, search) == truth(session)
     # a document the job wrote is the very document the indexing listener writes
     message = inbox[first][3]
