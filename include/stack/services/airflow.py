@@ -98,7 +98,7 @@ class Airflow(Service):
             "SPARK_LOCAL_DIRS": str(s.root / "spark-tmp"),
         })
         archive = spark_cds.archive_path(s.root / "spark-cds", s.java_home, artifacts.spark_jars(s))
-        if archive.exists():   # recorded by prepare(): spark-submit starts in about half the time
+        if archive.exists():   # recorded by prepare(): each spark-submit starts a third faster
             env["SPARK_SUBMIT_OPTS"] = spark_cds.submit_options(archive, env.get("SPARK_SUBMIT_OPTS", ""))
         return env
 
