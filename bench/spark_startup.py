@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from include.stack import artifacts, spark_cds  # noqa: E402
 from include.stack.settings import StackSettings  # noqa: E402
 
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"   # the suite's (tests/conftest.py)
+JVM_OPTIONS = spark_cds.SHORT_JOB_JVM_OPTIONS   # the suite's (tests/conftest.py)
 
 
 def one_run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -57,8 +57,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.py"
         job.write_text(spark_cds.WARM_UP_JOB)
-        command = [str(venv_bin / "spark-submit"), "--master", "local[2]", "--jars", ",".join(map(str, jars)),
-                   str(job), settings.host, str(settings.ports.cassandra)]
+        command = spark_cds.warm_up_command(job, jars, settings.host, settings.ports.cassandra)
         options = {"without archive": JVM_OPTIONS, "with archive": spark_cds.submit_options(archive, JVM_OPTIONS)}
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in options}
         for _ in range(args.runs):

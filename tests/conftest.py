@@ -64,9 +64,6 @@ def unique() -> str:
     return uuid.uuid4().hex[:8]
 
 
-SPARK_TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 @pytest.fixture(scope="session")
 def spark_env(stack: Endpoints) -> dict[str, str]:
     """Environment for spark-submit / pyspark: JDK 17, connector jars, endpoints."""
@@ -83,7 +80,7 @@ def spark_env(stack: Endpoints) -> dict[str, str]:
         # The suite's jobs are small and short-lived: most of a spark-submit is JVM start-up and
         # class loading, which the C1 compiler and the serial collector shorten (about a quarter
         # of a job's time here). Production submits keep the JVM defaults.
-        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", SPARK_TEST_JVM_OPTIONS),
+        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", spark_cds.SHORT_JOB_JVM_OPTIONS),
     })
     # A class-data-sharing archive, recorded once per JDK and jar set: a third off each job's start-up.
     archive = spark_cds.ensure_archive(STACK_HOME / "spark-cds", env, jars, base_options=env["SPARK_SUBMIT_OPTS"],

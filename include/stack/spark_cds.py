@@ -1,11 +1,11 @@
-"""A class-data-sharing archive for spark-submit's JVM: the same jobs, half the start-up.
+"""A class-data-sharing archive for spark-submit's JVM: the same jobs, a third less start-up.
 
 Most of a small Spark job is JVM start-up: loading and verifying some 10,000 classes of Spark,
 Scala and the Cassandra connector. A dynamic CDS archive (JDK 13+) records them once, and later
-JVMs map them instead of parsing them again: a trivial job here went from 25 s and 14.5 s of CPU
-to 14 s and 8.5 s. The archive only changes how classes are loaded, never what a job does; a JVM
-that finds it stale (another JDK, other jars) says so once and starts without it (``-Xshare:auto``,
-the default).
+JVMs map them instead of parsing them again: a small connector job went from 23.4 s to 15.5 s,
+wall and CPU alike (``bench/spark_startup.py``, ``docs/benchmarks.md``). The archive only changes
+how classes are loaded, never what a job does; a JVM that finds it stale (another JDK, other jars)
+says so once and starts without it (``-Xshare:auto``, the default).
 
 The archive depends on the JDK, pyspark's jars and the connector jars, so its file name is a
 digest of them; it is recorded by one warm-up job that touches what the platform's jobs use (the
@@ -21,6 +21,9 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+# For short jobs (the test suite's): C1 only and the serial collector shorten JVM start-up further.
+SHORT_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 # Run by spark-submit: the session, a shuffle, a Python UDF and a connector read, so that their
 # classes are loaded while the archive records.
@@ -60,6 +63,15 @@ def submit_options(archive: Path, base: str) -> str:
     return f"{base} -XX:SharedArchiveFile={archive}".strip()
 
 
+def warm_up_command(job: Path, jars: Sequence[Path], cassandra_host: str, cassandra_port: int) -> list[str]:
+    """spark-submit of the warm-up job (``WARM_UP_JOB`` written to ``job``), ``local[2]``, with these jars."""
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+               "--conf", "spark.ui.enabled=false"]
+    if jars:
+        command += ["--jars", ",".join(str(j) for j in jars)]
+    return [*command, str(job), cassandra_host, str(cassandra_port)]
+
+
 def ensure_archive(directory: Path, env: Mapping[str, str], jars: Sequence[Path], *, cassandra_host: str = "",
                    cassandra_port: int = 9042, base_options: str = "", timeout: float = 600) -> Path | None:
     """The archive for ``env``'s JDK and these jars, recorded now if missing; None when it cannot be.
@@ -70,18 +82,15 @@ def ensure_archive(directory: Path, env: Mapping[str, str], jars: Sequence[Path]
     if archive.exists():
         return archive
     directory.mkdir(parents=True, exist_ok=True)
-    spark_submit = Path(sys.executable).parent / "spark-submit"
+    venv_bin = str(Path(sys.executable).parent)
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         job = Path(tmp) / "warm_up.py"
         job.write_text(WARM_UP_JOB)
         recording = Path(tmp) / archive.name
         run_env = {**env, "SPARK_SUBMIT_OPTS": f"{base_options} -XX:ArchiveClassesAtExit={recording}".strip(),
                    # spark-submit finds pyspark (its SPARK_HOME) with the first python3 on PATH.
-                   "PATH": os.pathsep.join([str(spark_submit.parent), env.get("PATH", "")])}
-        command = [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
-        if jars:
-            command += ["--jars", ",".join(str(j) for j in jars)]
-        command += [str(job), cassandra_host, str(cassandra_port)]
+                   "PATH": os.pathsep.join([venv_bin, env.get("PATH", "")])}
+        command = warm_up_command(job, jars, cassandra_host, cassandra_port)
         result = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0 or not recording.exists():
             print(f"[spark-cds] no archive (exit {result.returncode}): {result.stderr[-2000:]}", file=sys.stderr)

@@ -68,6 +68,7 @@ class Airflow(Service):
         env = dict(os.environ)
         env.update(Endpoints.from_settings(s).to_env())
         mail = MailServer(s)   # the admin API the maintenance DAGs call
+        jars = artifacts.spark_jars(s)
         env.update(airflow_connections(Endpoints.from_settings(s), webadmin_url=mail.webadmin_url,
                                        webadmin_password=mail.webadmin_password()))
         env.update({
@@ -94,10 +95,10 @@ class Airflow(Service):
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
             "PATH": os.pathsep.join([venv_bin, env.get("PATH", "")]),
             "JAVA_HOME": s.java_home,
-            "SPARK_CONNECTOR_JARS": ",".join(str(j) for j in artifacts.spark_jars(s)),
+            "SPARK_CONNECTOR_JARS": ",".join(str(j) for j in jars),
             "SPARK_LOCAL_DIRS": str(s.root / "spark-tmp"),
         })
-        archive = spark_cds.archive_path(s.root / "spark-cds", s.java_home, artifacts.spark_jars(s))
+        archive = spark_cds.archive_path(s.root / "spark-cds", s.java_home, jars)
         if archive.exists():   # recorded by prepare(): each spark-submit starts a third faster
             env["SPARK_SUBMIT_OPTS"] = spark_cds.submit_options(archive, env.get("SPARK_SUBMIT_OPTS", ""))
         return env
