@@ -185,7 +185,7 @@ def smtp_sink(binary: str) -> Iterator[int]:
 # ---------------------------------------------------------------------------- CPU accounting
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SERVICES = {"Cassandra": "org.apache.cassandra.service.CassandraDaemon", "S3Proxy": "s3proxy",
-            "RabbitMQ": "beam.smp"}
+            "RabbitMQ": "beam.smp", "OpenSearch": "OpenSearchRunner"}
 
 
 def _proc_cpu(pid: int) -> float:
@@ -246,6 +246,47 @@ class CpuMeter:
         known = sum(delta[k] for k in (*SERVICES, "mailserver", "smtp-source", "bench"))
         delta["rest"] = max(0.0, delta["busy"] - known)
         return delta
+
+
+class CqlMeter:
+    """Requests per Cassandra table between ``start()`` and ``stop()``, from the node's own counters.
+
+    ``system_views.local_{read,scan,write}_latency`` count the requests each table served (one node:
+    every request is local); ``system.paxos`` counts the Paxos rounds of lightweight transactions,
+    node-wide (other keyspaces' LWTs too, none on a quiet machine). The bench's own drain polls (one
+    ``mailboxCounters`` read every ``--poll-interval``) are among the reads.
+    """
+
+    VIEWS = {"read": "local_read_latency", "scan": "local_scan_latency", "write": "local_write_latency"}
+
+    def __init__(self, session: Any, keyspace: str) -> None:
+        self.session, self.keyspace = session, keyspace
+
+    def _snapshot(self) -> Counter[tuple[str, str]]:
+        counts: Counter[tuple[str, str]] = Counter()
+        for kind, view in self.VIEWS.items():
+            for row in self.session.execute(f"SELECT keyspace_name, table_name, count FROM system_views.{view}"):
+                if row["keyspace_name"] == self.keyspace:
+                    counts[(kind, row["table_name"])] = int(row["count"])
+                elif (row["keyspace_name"], row["table_name"], kind) == ("system", "paxos", "write"):
+                    counts[("paxos write", "system.paxos")] = int(row["count"])
+        return counts
+
+    def start(self) -> None:
+        self.before = self._snapshot()
+
+    def stop(self) -> Counter[tuple[str, str]]:
+        after = self._snapshot()
+        return Counter({k: after[k] - self.before.get(k, 0) for k in after if after[k] > self.before.get(k, 0)})
+
+
+def cql_note(label: str, requests: Counter[tuple[str, str]], mails: int) -> str:
+    """One line: Cassandra requests per accepted mail, in all and per table (largest first)."""
+    if not mails or not requests:
+        return f"{label}: no Cassandra request counted"
+    total = sum(n for (kind, _), n in requests.items() if kind != "paxos write")
+    parts = ", ".join(f"{table} {kind} {n / mails:.1f}" for (kind, table), n in requests.most_common())
+    return f"{label}: Cassandra requests per accepted mail {total / mails:.1f} ({parts})"
 
 
 # ---------------------------------------------------------------------------- the server's world
@@ -476,8 +517,9 @@ def drain(world: World, inbox: Any, target: int, args: argparse.Namespace) -> bo
 def server_row(world: World, source: str, level: int, args: argparse.Namespace) -> Row:
     inbox = world.inbox_id()
     base_count, base_uid, log_start = world.inbox_count(inbox), world.last_uid(inbox), world.log.offset()
-    meter = CpuMeter(world.pid)
+    meter, cql = CpuMeter(world.pid), CqlMeter(world.session.session, world.keyspace)
     meter.start()
+    cql.start()
     load = run_smtp_source(source, world.smtp_port, sessions=level, messages=args.messages, size=args.size,
                            recipient=world.address, reuse=args.reuse_connections, helo=args.helo,
                            timeout=args.load_timeout)
@@ -487,7 +529,7 @@ def server_row(world: World, source: str, level: int, args: argparse.Namespace) 
     if complete and len(log.accepted) > load.accepted:   # the server accepted mails smtp-source did not count
         complete = drain(world, inbox, base_count + len(log.accepted), args)
         log = world.log.read(log_start)
-    cpu = meter.stop()
+    cpu, requests = meter.stop(), cql.stop()
     row = Row("mailserver", level, load, loadavg=os.getloadavg()[0], cpu=cpu)
     if load.error:
         row.notes.append(f"{label}: smtp-source stopped after {load.accepted} accepted mails: {load.error}")
@@ -522,6 +564,7 @@ def server_row(world: World, source: str, level: int, args: argparse.Namespace) 
                          f"{', ...' if len(missing) > 5 else ''}); server log kept at {world.log_path}")
         world.keep_log = True
     row.notes.append(f"{label}: {breakdown(log)}")
+    row.notes.append(cql_note(label, requests, load.accepted))
     duplicated = sum(len(times) - 1 for times in found.values())
     if duplicated:
         row.notes.append(f"{label}: {duplicated} mails were delivered more than once")

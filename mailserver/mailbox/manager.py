@@ -72,6 +72,18 @@ class AppendResult:
 
 
 @dataclass(frozen=True)
+class StoredBody:
+    """A message body already in the mailbox's blob bucket, handed over to the message appended with it.
+
+    The new message owns the blob from then on (its deletion deletes it): the previous holder, e.g.
+    the spool entry the mail came from, must not delete it any more (``mailets/blob_handover``).
+    """
+
+    blob_id: str
+    size: int
+
+
+@dataclass(frozen=True)
 class AppendOnce:
     """What ``append_once`` did: stored a new copy (``appended``), or found one stored before, of
     which ``finished`` lists those a crash had left half written and that it completed."""
@@ -209,27 +221,34 @@ class MailboxManager:
     # ------------------------------------------------------------------ messages
     def append(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], *,
                internal_date: datetime | None = None, flags: Flags | None = None,
-               is_delivery: bool = False, message_id: MessageId | None = None) -> AppendResult:
+               is_delivery: bool = False, message_id: MessageId | None = None,
+               body: StoredBody | None = None) -> AppendResult:
         """Store a message; the content is streamed to the blob store, never held whole in memory.
 
         ``message_id`` lets a caller that may run twice for the same message (a mail delivered
         again after a crash) choose the id, so it can tell whether the first run stored it.
+        ``body``: the body is that stored blob, which the message takes over (no second copy);
+        ``raw`` is then the header alone, ended by its empty line.
         """
         self._guard()
         mailbox = self.get_mailbox(path)
         parts = message_content.split(raw)  # MalformedMessage before anything is written
         try:
-            self._check_quota(path.user, QuotaUsage(1, parts.size))
+            if body is not None and parts.body.read(1):
+                raise ValueError("with a stored body, the raw content must be the header alone")
+            size = parts.size + (body.size if body is not None else 0)
+            self._check_quota(path.user, QuotaUsage(1, size))
             bucket = self.blobs.default_bucket
             header_blob = self.blobs.save(bucket, parts.header, StoragePolicy.SIZE_BASED)
-            body_blob = self.blobs.save(bucket, parts.body, StoragePolicy.LOW_COST)
+            body_blob = body.blob_id if body is not None else self.blobs.save(bucket, parts.body,
+                                                                              StoragePolicy.LOW_COST)
         finally:
             parts.close()
         now = self._now()
         message_id = message_id or MessageId.generate()
         self.messages.save_content(MessageContent(
             message_id=message_id, internal_date=internal_date or now, body_start_octet=parts.body_start_octet,
-            full_content_octets=parts.size, header_blob_id=str(header_blob), body_blob_id=str(body_blob)))
+            full_content_octets=size, header_blob_id=str(header_blob), body_blob_id=str(body_blob)))
         flags = flags or Flags()
         if is_delivery:
             flags = Flags(flags.system | {SystemFlag.RECENT}, flags.user)
@@ -237,14 +256,15 @@ class MailboxManager:
             mailbox_id=mailbox.id, message_id=message_id, uid=self.messages.next_uid(mailbox.id),
             mod_seq=self.messages.next_modseq(mailbox.id), flags=flags, thread_id=message_id,
             internal_date=internal_date or now, save_date=now, body_start_octet=parts.body_start_octet,
-            size=parts.size, header_blob_id=str(header_blob))
+            size=size, header_blob_id=str(header_blob))
         self.messages.add(metadata)
         self.events.dispatch(Added(user=path.user, path=mailbox.path, mailbox_id=mailbox.id, added=(metadata,),
                                    is_delivery=is_delivery, is_appended=True))
-        return AppendResult(metadata.composed_id, parts.size, metadata)
+        return AppendResult(metadata.composed_id, size, metadata)
 
     def append_once(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], message_id: MessageId, *,
-                    internal_date: datetime | None = None, is_delivery: bool = False) -> AppendOnce:
+                    internal_date: datetime | None = None, is_delivery: bool = False,
+                    body: StoredBody | None = None) -> AppendOnce:
         """Append under ``message_id`` unless a copy under it exists already (in any mailbox: it may
         have been moved): for a caller that may run twice for the same message, e.g. a delivery
         redone after a crash.
@@ -259,7 +279,7 @@ class MailboxManager:
         existing = self.messages.find_by_message_id(message_id)
         if not existing:
             return AppendOnce(self.append(path, raw, internal_date=internal_date, is_delivery=is_delivery,
-                                          message_id=message_id), finished=())
+                                          message_id=message_id, body=body), finished=())
         finished: list[MessageMetadata] = []
         for metadata in existing:
             mailbox = self.mailboxes.find_by_id(metadata.mailbox_id)
@@ -270,6 +290,11 @@ class MailboxManager:
                                        added=(metadata,), is_delivery=is_delivery, is_appended=True))
             finished.append(metadata)
         return AppendOnce(None, tuple(finished))
+
+    def body_blob_id(self, message_id: MessageId) -> str | None:
+        """The blob holding a stored message's body (None when no content is stored under the id)."""
+        content = self.messages.get_content(message_id)
+        return content.body_blob_id if content is not None else None
 
     def stored_once(self, message_id: MessageId) -> bool:
         """A copy under ``message_id`` is stored and listed in a mailbox (not left half written by a

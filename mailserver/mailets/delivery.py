@@ -10,6 +10,10 @@ spool as a new mail ``error-<name>`` to the ``onMailetException`` processor (def
 ``error``, whose chain bounces it and keeps it in ``var/mail/error``). The mail is then
 consumed (ghosted) unless ``consume`` is false.
 
+The body written at intake becomes the first local recipient's stored body when the mail comes
+from the spool (``blob_handover``): one S3 PUT and one DELETE less per mail; the other
+recipients get copies of their own, as before.
+
 Delivery has an exactly-once effect per mail and recipient: the stored copy's message id is
 derived from the mail's name and the recipient (``delivery_id``), and a copy already stored under
 it (the spool item came again after a crash) is not stored twice; such skips are counted
@@ -25,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from mailserver.mailbox.content import MalformedMessage
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, OverQuota
-from mailserver.mailbox.manager import AppendOnce
+from mailserver.mailbox.manager import AppendOnce, StoredBody
+from mailserver.mailets import blob_handover
 from mailserver.mailets.api import Mailet, Params
 from mailserver.mailets.delivery_id import delivery_message_id
 from mailserver.mailets.mime import edit_header, separated
@@ -110,19 +115,28 @@ class LocalDelivery(Mailet):
         own = tuple((h.name, h.value) for h in mail.per_recipient_headers
                     if h.recipient.lower() == str(recipient).lower())
         return_path = f"<{mail.sender}>" if mail.sender else "<>"
-        edited = edit_header(header, remove=(RETURN_PATH,), prepend=((RETURN_PATH, return_path),), add=own)
-        data = separated(edited, body_follows=bool(body)) + body
+        edited = separated(edit_header(header, remove=(RETURN_PATH,), prepend=((RETURN_PATH, return_path),),
+                                       add=own), body_follows=bool(body))
         inbox = MailboxPath.inbox(self.context.username_of(recipient))
         manager = self.context.mailboxes
         message_id = delivery_message_id(mail.name, recipient)
+        reused = self._claim_body(mail, body, message_id)
+        raw = edited if reused is not None else edited + body
         try:
-            stored = self._append(inbox, data, message_id)
-        except MailboxNotFound:
             try:
-                manager.create_mailbox(inbox)
-            except MailboxExists:
-                pass  # created by a concurrent delivery
-            stored = self._append(inbox, data, message_id)
+                stored = self._append(inbox, raw, message_id, reused)
+            except MailboxNotFound:
+                try:
+                    manager.create_mailbox(inbox)
+                except MailboxExists:
+                    pass  # created by a concurrent delivery
+                stored = self._append(inbox, raw, message_id, reused)
+        except Exception:
+            if reused is not None:
+                self._settle_claim(reused, message_id)
+            raise
+        if reused is not None and (stored is None or stored.appended is None):
+            self._settle_claim(reused, message_id)   # stored before: its body may or may not be this blob
         if stored is not None and stored.appended is None:
             # Delivered before a crash kept the spool item from being acknowledged: not twice.
             self.context.count("localDeliveryDuplicates")
@@ -133,12 +147,37 @@ class LocalDelivery(Mailet):
                 f", finished the copy the crash left half written in {len(stored.finished)} mailbox(es)"
                 if stored.finished else "")
 
-    def _append(self, inbox: MailboxPath, data: bytes, message_id: MessageId | None) -> AppendOnce | None:
+    def _append(self, inbox: MailboxPath, data: bytes, message_id: MessageId | None,
+                body: StoredBody | None) -> AppendOnce | None:
         manager = self.context.mailboxes
         if message_id is None:   # a name without creation time: no de-duplication
-            manager.append(inbox, data, is_delivery=True)
+            manager.append(inbox, data, is_delivery=True, body=body)
             return None
-        return manager.append_once(inbox, data, message_id, is_delivery=True)
+        return manager.append_once(inbox, data, message_id, is_delivery=True, body=body)
+
+    def _claim_body(self, mail: Mail, body: bytes, message_id: MessageId | None) -> StoredBody | None:
+        """The mail's stored body for this recipient's message, when the spool entry can hand it over.
+
+        Only with a message id (a redelivery must be able to find which blob its earlier copy took)
+        and a body in the mailbox's own bucket.
+        """
+        content = mail.content
+        if (message_id is None or not body or not content.stored or content.body_blob_id is None
+                or self.context.contents.blobs.default_bucket != self.context.mailboxes.blobs.default_bucket):
+            return None
+        if not blob_handover.claim(content.body_blob_id):
+            return None
+        return StoredBody(content.body_blob_id, len(body))
+
+    def _settle_claim(self, reused: StoredBody, message_id: MessageId | None) -> None:
+        """Keep the claim when the copy stored under ``message_id`` uses the blob (or when that cannot
+        be read: a blob left behind is better than a stored message without its body)."""
+        try:
+            taken = message_id is not None and self.context.mailboxes.body_blob_id(message_id) == reused.blob_id
+        except Exception:
+            return
+        if not taken:
+            blob_handover.release(reused.blob_id)
 
     def _handle_failures(self, mail: Mail, failed: list[tuple[MailAddress, Exception]]) -> None:
         target = self.on_failure

@@ -26,6 +26,7 @@ import threading
 import time
 import traceback
 
+from mailserver.mailets import blob_handover
 from mailserver.mailets.container import MailetContainer
 from mailserver.model.mail import ERROR, GHOST, PROCESSING_ERROR_COUNT, Mail
 from mailserver.observability.logging import mdc
@@ -119,7 +120,8 @@ class MailSpooler:
             self.in_flight += 1
         try:
             timer = self.metrics.timed("spoolProcessing") if self.metrics else contextlib.nullcontext()
-            with timer, mdc(protocol="MAILET", action="SPOOL", mail=mail.name, queue=self.queue.name):
+            with timer, mdc(protocol="MAILET", action="SPOOL", mail=mail.name, queue=self.queue.name), \
+                    blob_handover.processing() as handed_over:
                 try:
                     self.container.service(mail)
                     outcome = Outcome.SUCCESS
@@ -129,8 +131,9 @@ class MailSpooler:
                         # Ghosted before a split copy of it failed: a ghost would be dropped at
                         # once when dequeued again, so it restarts where it started instead.
                         mail.state = state
-                    outcome = self._failed(mail, exc)
-                item.done(outcome)
+                    outcome = self._failed(mail, exc)   # a retry copies the content first: nothing lost
+                # Blobs a stored message took over stay when the entry deletes its content.
+                item.done(outcome, handed_over=frozenset(handed_over))
                 return outcome
         finally:
             with self._lock:

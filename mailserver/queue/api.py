@@ -9,7 +9,7 @@ REJECT dead-letters. An item never acknowledged (crash) is delivered again.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -50,8 +50,13 @@ class MailQueueItem(ABC):
     mail: Mail
 
     @abstractmethod
-    def done(self, outcome: Outcome) -> None:
-        """Acknowledge (SUCCESS), requeue (RETRY) or dead-letter (REJECT). Call exactly once."""
+    def done(self, outcome: Outcome, *, handed_over: Collection[str] = ()) -> None:
+        """Acknowledge (SUCCESS), requeue (RETRY) or dead-letter (REJECT). Call exactly once.
+
+        ``handed_over``: blob ids of the mail's content that now belong to someone else (a stored
+        message took the body, ``mailets/blob_handover``): the entry leaves them in place when it
+        deletes its content.
+        """
 
 
 class MailQueue(ABC):

@@ -8,6 +8,7 @@ content already stored by another one takes ``owned_copy``: the same blobs when 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import BinaryIO
 
 from mailserver.blob.api import BlobStore, StoragePolicy
@@ -78,10 +79,12 @@ class MimeMessageStore:
             return (content.data or b"")[len(self.read_header(content)):]
         return self.blobs.read(self.blobs.default_bucket, content.body_blob_id)
 
-    def delete(self, content: MailContent) -> None:
+    def delete(self, content: MailContent, *, keep: Collection[str] = ()) -> None:
         """James deletes both blobs once a mail leaves a queue or a repository (a no-op under
-        deduplication: the blobs may be shared, the blob GC decides)."""
+        deduplication: the blobs may be shared, the blob GC decides). ``keep``: blobs handed over
+        to another owner, left in place."""
         if content.stored:
             bucket = self.blobs.default_bucket
-            self.blobs.delete(bucket, content.header_blob_id)
-            self.blobs.delete(bucket, content.body_blob_id)
+            for blob_id in (content.header_blob_id, content.body_blob_id):
+                if blob_id is not None and blob_id not in keep:
+                    self.blobs.delete(bucket, blob_id)

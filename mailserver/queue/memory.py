@@ -19,7 +19,7 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -80,13 +80,13 @@ class MemoryMailQueueItem(MailQueueItem):
         # Dropped without done(): handed back to the queue (drained at its next operation).
         self._finalizer = weakref.finalize(self, queue._abandoned.append, entry.seq)
 
-    def done(self, outcome: Outcome) -> None:
+    def done(self, outcome: Outcome, *, handed_over: Collection[str] = ()) -> None:
         if self._done:
             raise MailQueueError(f"item {self.enqueue_id} of queue {self._queue.name} is already done")
         outcome = Outcome(outcome)
         self._done = True
         self._finalizer.detach()
-        self._queue._complete(self._seq, outcome)
+        self._queue._complete(self._seq, outcome, frozenset(handed_over))
 
 
 class MemoryMailQueue(MailQueue):
@@ -182,12 +182,12 @@ class MemoryMailQueue(MailQueue):
             self._removed.update(flying)
             return len(gone) + len(flying)
 
-    def _release(self, mail: Mail) -> None:
+    def _release(self, mail: Mail, keep: frozenset[str] = frozenset()) -> None:
         """The entry is gone: its blobs with it (a no-op without ``contents`` or with deduplication)."""
         if self.contents is not None:
-            self.contents.delete(mail.content)
+            self.contents.delete(mail.content, keep=keep)
 
-    def _complete(self, seq: int, outcome: Outcome) -> None:
+    def _complete(self, seq: int, outcome: Outcome, handed_over: frozenset[str] = frozenset()) -> None:
         with self._cond:
             entry = self._in_flight.pop(seq, None)
             removed = seq in self._removed
@@ -200,7 +200,7 @@ class MemoryMailQueue(MailQueue):
             elif outcome is Outcome.REJECT:
                 self.dead_letters.append(_copy(entry.mail))
             else:
-                self._release(entry.mail)
+                self._release(entry.mail, handed_over)
 
     def _drain_abandoned(self) -> None:
         """Requeue items garbage-collected without done() (caller holds the lock)."""

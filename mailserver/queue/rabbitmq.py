@@ -51,7 +51,7 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -175,7 +175,7 @@ class DistributedMailQueueItem(MailQueueItem):
         self._done = False
         self._finalizer = weakref.finalize(self, link.abandoned.append, (link.channel_id, tag))
 
-    def done(self, outcome: Outcome) -> None:
+    def done(self, outcome: Outcome, *, handed_over: Collection[str] = ()) -> None:
         outcome = Outcome(outcome)
         if self._done:
             raise MailQueueError(f"item {self.enqueue_id} of queue {self._queue.name} is already done")
@@ -184,7 +184,7 @@ class DistributedMailQueueItem(MailQueueItem):
                                  "thread-safe)")
         self._done = True
         self._finalizer.detach()
-        self._queue._complete(self, outcome)
+        self._queue._complete(self, outcome, frozenset(handed_over))
 
 
 class DistributedMailQueue(MailQueue):
@@ -498,7 +498,8 @@ class DistributedMailQueue(MailQueue):
             if channel_id == link.channel_id and link.channel.is_open:
                 link.channel.basic_nack(tag, requeue=True)
 
-    def _complete(self, item: DistributedMailQueueItem, outcome: Outcome) -> None:
+    def _complete(self, item: DistributedMailQueueItem, outcome: Outcome,
+                  handed_over: frozenset[str] = frozenset()) -> None:
         link = item._link
         stale = link.channel_id != item._channel_id
         try:
@@ -519,7 +520,7 @@ class DistributedMailQueue(MailQueue):
         self._mark_deleted_quietly(item._ref.enqueue_id)
         if outcome is Outcome.SUCCESS:
             try:
-                self.contents.delete(item.mail.content)
+                self.contents.delete(item.mail.content, keep=handed_over)
             except Exception:
                 log.warning("queue %s: could not delete the blobs of %s", self.name, item.enqueue_id, exc_info=True)
         self.view.maybe_update_browse_start()

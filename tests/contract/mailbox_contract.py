@@ -21,7 +21,7 @@ from mailserver.mailbox.errors import (
     MessageNotFound,
     OverQuota,
 )
-from mailserver.mailbox.manager import MailboxState
+from mailserver.mailbox.manager import MailboxState, StoredBody
 from mailserver.mailbox.store import MailboxCounters
 from mailserver.model.acl import InvalidAcl
 from mailserver.model.address import Username
@@ -173,6 +173,24 @@ class MailboxContract:
         assert result.id.message_id == chosen
         assert [m.uid for m in ctx.manager.find_message(chosen)] == [result.id.uid]
         assert ctx.manager.read_message(chosen) == message(1)
+
+    def test_append_with_a_stored_body_takes_that_blob_over(self, ctx, inbox, user):
+        header, body = message(1).split(b"\r\n\r\n", 1)
+        body_blob = str(ctx.blobs.save(ctx.blobs.default_bucket, body))
+
+        result = ctx.manager.append(inbox, header + b"\r\n\r\n", body=StoredBody(body_blob, len(body)))
+
+        assert ctx.manager.read_message(result.id.message_id) == message(1)
+        assert ctx.manager.body_blob_id(result.id.message_id) == body_blob      # no second copy
+        [listed] = ctx.manager.get_messages(inbox)
+        assert (listed.size, listed.body_start_octet) == (len(message(1)), len(header) + 4)
+        assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
+
+    def test_append_with_a_stored_body_refuses_raw_content_beyond_the_header(self, ctx, inbox):
+        body_blob = str(ctx.blobs.save(ctx.blobs.default_bucket, b"body\r\n"))
+        with pytest.raises(ValueError):
+            ctx.manager.append(inbox, message(1), body=StoredBody(body_blob, 6))
+        assert ctx.manager.get_messages(inbox) == []
 
     def test_append_once_stores_one_copy_however_often_it_runs(self, ctx, recorder, inbox, user):
         chosen = MessageId.generate()

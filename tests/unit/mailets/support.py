@@ -75,8 +75,12 @@ class Env:
 
 
 def memory_env(blobs: BlobStore | None = None, mailbox: MailboxContext | None = None,
-               domain: str = "example.com") -> Env:
-    """Memory adapters everywhere, unless a blob store / mailbox layer is given (integration)."""
+               domain: str = "example.com", *, queues_own_content: bool = False) -> Env:
+    """Memory adapters everywhere, unless a blob store / mailbox layer is given (integration).
+
+    ``queues_own_content``: queue entries keep blobs of their own and delete them when done, as the
+    RabbitMQ queue does (the memory queue otherwise holds mails as they are).
+    """
     blobs = blobs or MemoryBlobStore()
     domains = MemoryDomainList([domain])
     users = MemoryUsersRepository(domains, hasher=FastHasher())
@@ -85,8 +89,8 @@ def memory_env(blobs: BlobStore | None = None, mailbox: MailboxContext | None = 
     rrt = MemoryRecipientRewriteTable(domains)
     mailbox = mailbox or memory_context(blobs)
     repositories = MemoryMailRepositoryStore()
-    queues = MemoryMailQueueFactory()
     contents = MimeMessageStore(blobs)
+    queues = MemoryMailQueueFactory(contents=contents if queues_own_content else None)
     context = MailetContext(domains=domains, users=users, rewriter=RecipientRewriter(rrt, domains),
                             mailboxes=mailbox.manager, repositories=repositories, queues=queues, contents=contents,
                             postmaster=MailAddress.of(f"postmaster@{domain}"), hostname="mx.example.com",
