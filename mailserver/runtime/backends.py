@@ -100,6 +100,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.blob.s3 import S3BlobStore, S3Config, make_client
     from mailserver.cassandra.config import CassandraConfig
     from mailserver.cassandra.versions import initialize_schema
+    from mailserver.domains.cached import CachedDomainList
     from mailserver.domains.cassandra import CassandraDomainList
     from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters as DeadLettersStore
     from mailserver.events.registered_groups import EventBusGroupsHealthCheck, RegisteredGroups
@@ -138,7 +139,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
                                         quorum=settings.queue_quorum,
                                         quorum_replication_factor=settings.queue_quorum_replication_factor,
                                         quorum_delivery_limit=settings.queue_quorum_delivery_limit), metrics)
-        domains = CassandraDomainList(session)
+        domains: DomainList = CassandraDomainList(session)
+        if settings.domain_cache_seconds > 0:   # asked several times per mail, changed a few times a year
+            domains = CachedDomainList(domains, ttl=settings.domain_cache_seconds)
         maintenance = CassandraMaintenanceStore(session)
         guard = MaintenanceGuard(maintenance)
         probe_client: Any = make_client(S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0,

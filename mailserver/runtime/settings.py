@@ -145,6 +145,8 @@ class ServeSettings:
     search: SearchConfig | None = None               # OPENSEARCH_URL and OPENSEARCH_* (mailserver/search/config.py)
     vault: VaultConfiguration = field(default_factory=VaultConfiguration)   # MAILSERVER_VAULT_* (vault/config.py)
     blob: BlobStoreConfig = field(default_factory=BlobStoreConfig)   # MAILSERVER_BLOB_* (blob/config.py)
+    # James's domain list read.cache.expiracy (10 s); 0 disables the cache (domains/cached.py).
+    domain_cache_seconds: float = 10.0
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -213,6 +215,7 @@ class ServeSettings:
             search=search_config(env),
             vault=vault_config(env),
             blob=blob_config(env),
+            domain_cache_seconds=read.non_negative("MAILSERVER_DOMAINLIST_READ_CACHE_MS", 10_000) / 1000,
         )
 
 
@@ -244,6 +247,12 @@ class _Reader:
         value = self.optional_integer(name)
         if value is not None and value < 1:
             raise SettingsError(f"{name}: must be at least 1, got {value}")
+        return value
+
+    def non_negative(self, name: str, default: int) -> int:
+        value = self.integer(name, default)
+        if value < 0:
+            raise SettingsError(f"{name}: must be 0 or more, got {value}")
         return value
 
     def positive(self, name: str, default: int) -> int:
