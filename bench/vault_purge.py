@@ -292,7 +292,8 @@ def main() -> int:
             f"18 months and {len(owners):,} owners, the 12 oldest months expired ({report['expiredBuckets']} months). "
             f"Load average (1/5/15 min) {load_start[0]:.1f}/{load_start[1]:.1f}/{load_start[2]:.1f} at the start, "
             f"{load_end[0]:.1f}/{load_end[1]:.1f}/{load_end[2]:.1f} at the end"
-            + (" (a busy machine: absolute figures are low and noisy)" if max(load_start[0], load_end[0]) > 4 else "")
+            + (" (the machine was busy before the run: absolute figures are low and noisy)" if load_start[0] > 4
+               else " (the load during the run is its own: Spark's Python workers, Cassandra, S3Proxy)")
             + ". JVM start-up and the connector's first read excluded; seeding "
             f"({seeding}; concurrent CQL inserts with the adapter's statements) took {seed_s:.0f} s "
             f"({args.entries / seed_s:,.0f} entries/s: "
