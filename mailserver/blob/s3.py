@@ -31,6 +31,7 @@ from boto3.exceptions import Boto3Error
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.handlers import add_expect_header
 
 from .api import DEFAULT_BUCKET, BlobId, BlobIdFactory, BlobNotFound, BlobStore, BlobStoreError, BlobStream, BucketName
 from .spool import Spooled
@@ -88,7 +89,7 @@ class S3Config:
 
 def make_client(config: S3Config) -> Any:
     # A session per client: boto3's default session is not thread-safe to create clients from.
-    return boto3.session.Session().client(
+    client = boto3.session.Session().client(
         "s3", endpoint_url=config.endpoint_url, region_name=config.region,
         aws_access_key_id=config.access_key, aws_secret_access_key=config.secret_key,
         config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
@@ -100,6 +101,11 @@ def make_client(config: S3Config) -> Any:
                       # Our requests are built from validated BucketName/BlobId values; botocore's
                       # own validation of every request's parameters is CPU spent on each of them.
                       parameter_validation=False))
+    # botocore asks for "Expect: 100-continue" on every PUT with a file-like body, then waits for the
+    # interim reply before sending it: a round trip per blob written, for mail-sized bodies that cost
+    # less to send than to ask about (a refused request still fails, after its body was sent).
+    client.meta.events.unregister("before-call.s3", add_expect_header)
+    return client
 
 
 def _transfer_config(config: S3Config) -> TransferConfig:

@@ -63,3 +63,24 @@ def test_connection_pool_is_sized_for_many_threads_and_configurable():
     assert make_client(tuned)._client_config.max_pool_connections == 128
     with pytest.raises(ValueError, match="max_pool_connections"):
         S3Config.from_env({**ENV, "S3_MAX_POOL_CONNECTIONS": "0"})
+
+
+def test_puts_send_their_body_without_waiting_for_100_continue():
+    import io
+
+    from mailserver.blob.s3 import make_client
+
+    class Captured(Exception):
+        pass
+
+    sent = {}
+
+    def capture(request, **_):
+        sent.update(request.headers)
+        raise Captured   # no network: the request as it would go out is all this test needs
+
+    client = make_client(S3Config.from_env(ENV))
+    client.meta.events.register("before-send.s3.PutObject", capture)
+    with pytest.raises(Captured):
+        client.put_object(Bucket="b", Key="k", Body=io.BytesIO(b"mail body"))
+    assert sent and "Expect" not in sent
