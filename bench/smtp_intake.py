@@ -33,8 +33,10 @@ Figures, per load (a load ends when its last mail is in the INBOX):
   found twice, log records of problems (WARNING and above), and non-empty mail repositories are
   listed under the table.
 * **CPU per mail**: CPU time (``/proc``) of the server process, Cassandra, S3Proxy, RabbitMQ,
-  smtp-source, and the rest of the machine (other work sharing it), over the load and its drain,
-  divided by the mails accepted.
+  OpenSearch, smtp-source, and the rest of the machine (other work sharing it), over the load and
+  its drain, divided by the mails accepted.
+* **Cassandra requests per mail**, per table, from the node's own counters (``CqlMeter``), with the
+  Paxos writes of lightweight transactions.
 
 The Markdown section goes to stdout; ``--write`` appends it to docs/benchmarks.md (a section of
 the same heading is replaced).
