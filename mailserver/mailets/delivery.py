@@ -135,9 +135,9 @@ class LocalDelivery(Mailet):
             if reused is not None:
                 self._settle_claim(reused, message_id)
             raise
-        if reused is not None and (stored is None or stored.appended is None):
-            self._settle_claim(reused, message_id)   # stored before: its body may or may not be this blob
         if stored is not None and stored.appended is None:
+            if reused is not None:   # stored before: its body may or may not be this blob
+                self._settle_claim(reused, message_id)
             # Delivered before a crash kept the spool item from being acknowledged: not twice.
             self.context.count("localDeliveryDuplicates")
             if stored.finished:
@@ -150,8 +150,8 @@ class LocalDelivery(Mailet):
     def _append(self, inbox: MailboxPath, data: bytes, message_id: MessageId | None,
                 body: StoredBody | None) -> AppendOnce | None:
         manager = self.context.mailboxes
-        if message_id is None:   # a name without creation time: no de-duplication
-            manager.append(inbox, data, is_delivery=True, body=body)
+        if message_id is None:   # a name without creation time: no de-duplication (nor a claimed body)
+            manager.append(inbox, data, is_delivery=True)
             return None
         return manager.append_once(inbox, data, message_id, is_delivery=True, body=body)
 
