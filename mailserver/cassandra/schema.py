@@ -146,9 +146,10 @@ TABLES: tuple[Table, ...] = (
       ["group"], {"group": "text", "insertionId": "uuid", "event": "text"}, ck=["insertionId"],
       options="gc_grace_seconds = 0"),
     t("group_table", "events", "Projection: groups having dead letters.", ["group"], {"group": "text"}),
-    t("event_processed", "events", "Extension: events a non-idempotent listener group already applied "
-      "(redeliveries after a crash are skipped); rows expire after 7 days.", ["group", "eventId"],
-      {"group": "text", "eventId": "uuid"}, options="default_time_to_live = 604800"),
+    t("event_applied", "events", "Extension: events a counting listener group applied, written in the "
+      "counter batch of its counts (a redelivery after a crash is skipped); weekly partitions, the "
+      "two last weeks are read, older ones deleted.", ["group", "week", "shard"],
+      {"group": "text", "week": "int", "shard": "int", "eventId": "uuid", "applied": "counter"}, ck=["eventId"]),
     t("eventStore", "events", "Source of truth of event-sourced aggregates (tasks, ACLs, required groups).",
       ["aggregateId"], {"aggregateId": "text", "eventId": "int", "snapshot": "int", "event": "text"},
       ck=["eventId"], static=["snapshot"], options="compaction = {'class': 'LeveledCompactionStrategy'}"),

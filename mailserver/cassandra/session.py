@@ -14,7 +14,7 @@ from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
-from cassandra.query import PreparedStatement, dict_factory
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, dict_factory
 
 from mailserver.cassandra.config import CassandraConfig
 from mailserver.cassandra.faults import FaultInjector
@@ -101,6 +101,14 @@ class CassandraSession:
                 failure = failure or exc
         if failure is not None:
             raise failure
+
+    def execute_counter_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Counter updates sent as one request: a client dying after sending it cannot split them."""
+        batch = BatchStatement(batch_type=BatchType.COUNTER)
+        for cql, params in statements:
+            self.faults.check(cql)
+            batch.add(self.prepare(cql), params)
+        self.session.execute(batch)
 
     def execute_lwt(self, cql: str, params: Sequence[Any] | None = None) -> bool:
         """A conditional statement (IF NOT EXISTS / IF col = ?); True when applied."""

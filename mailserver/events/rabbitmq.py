@@ -11,7 +11,7 @@
   exchange and queue with ``retry-count`` + 1, waiting James's exponential backoff, then ends in
   the dead letters. A message is acknowledged only once every group ran (or was retried or
   dead-lettered), so a process killed mid-event leaves it to be delivered again: listeners are
-  idempotent, or guard themselves with ``ProcessedEvents``.
+  idempotent, or record what they applied in the same write (the current-quota listener does).
 * An undecodable body is rejected without requeue: the broker moves it to the bus's dead-letter
   queue, where it waits for an operator.
 """

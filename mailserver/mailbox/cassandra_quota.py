@@ -3,20 +3,48 @@
 Limits are written as James's ``CassandraPerUserMaxQuotaManagerV2`` writes them: one row per
 (scope, identifier, component, type), ``-1`` for unlimited, no row for "not set". A value below
 -1 (never written by us) reads as 0, as James's ``QuotaCodec`` reads it.
+
+Counting an event once (``increase(..., once=...)``) adds a counter row of ours, in
+``event_applied``, to the same counter batch as the two usage counters: one request, so a
+listener process killed at any point has either written all three or none. The rows live in
+weekly partitions (spread over shards so that none grows large); an event is recognised during
+the week it was applied and the next one, then its partition is dropped. Counters cannot
+expire, and a counter partition may be deleted only once nothing increments it again, which
+holds for a past week.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import threading
+from collections.abc import Callable
+
 from mailserver.cassandra.session import CassandraSession
-from mailserver.mailbox.store import QuotaStore
+from mailserver.mailbox.store import AppliedEvent, QuotaStore
 from mailserver.model.quota import UNLIMITED, LimitKey, QuotaComponent, QuotaLimits, QuotaRoot, QuotaType, QuotaUsage
 
 COMPONENT = QuotaComponent.MAILBOX.value
+INCREMENT = ("UPDATE quotaCurrentValue SET currentValue = currentValue + ? "
+             "WHERE identifier = ? AND quotaComponent = ? AND quotaType = ?")
+MARK_APPLIED = ('UPDATE event_applied SET applied = applied + 1 '
+                'WHERE "group" = ? AND week = ? AND shard = ? AND eventId = ?')
+WAS_APPLIED = 'SELECT eventId FROM event_applied WHERE "group" = ? AND week IN ? AND shard = ? AND eventId = ?'
+FORGET_WEEK = 'DELETE FROM event_applied WHERE "group" = ? AND week = ? AND shard = ?'
+APPLIED_SHARDS = 64
+REMEMBERED_WEEKS = 2    # this week and the previous one: 7 to 14 days
+EPOCH = dt.date(1970, 1, 5)   # a Monday: weeks run Monday to Sunday
+
+
+def utc_today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
 
 
 class CassandraQuotaStore(QuotaStore):
-    def __init__(self, session: CassandraSession) -> None:
+    def __init__(self, session: CassandraSession, today: Callable[[], dt.date] = utc_today) -> None:
         self.s = session
+        self.today = today
+        self._forgotten: set[tuple[str, int]] = set()   # (group, week) whose old partitions are gone
+        self._lock = threading.Lock()
 
     def current(self, root: QuotaRoot) -> QuotaUsage:
         rows = self.s.execute("SELECT quotaType, currentValue FROM quotaCurrentValue "
@@ -24,12 +52,30 @@ class CassandraQuotaStore(QuotaStore):
         values = {r["quotatype"]: r["currentvalue"] or 0 for r in rows}
         return QuotaUsage(values.get(QuotaType.COUNT.value, 0), values.get(QuotaType.SIZE.value, 0))
 
-    def increase(self, root: QuotaRoot, delta: QuotaUsage) -> None:
-        for quota_type, value in ((QuotaType.COUNT, delta.count), (QuotaType.SIZE, delta.size)):
-            if value:
-                self.s.execute("UPDATE quotaCurrentValue SET currentValue = currentValue + ? "
-                               "WHERE identifier = ? AND quotaComponent = ? AND quotaType = ?",
-                               (value, root.as_string(), COMPONENT, quota_type.value))
+    def increase(self, root: QuotaRoot, delta: QuotaUsage, once: AppliedEvent | None = None) -> bool:
+        updates = [(INCREMENT, (value, root.as_string(), COMPONENT, quota_type.value))
+                   for quota_type, value in ((QuotaType.COUNT, delta.count), (QuotaType.SIZE, delta.size)) if value]
+        if once is not None:
+            week = (self.today() - EPOCH).days // 7
+            shard = once.event_id.int % APPLIED_SHARDS
+            weeks = list(range(week - REMEMBERED_WEEKS + 1, week + 1))
+            if self.s.one(WAS_APPLIED, (once.group, weeks, shard, once.event_id)) is not None:
+                return False
+            self._forget_weeks_before(once.group, weeks[0])
+            updates.append((MARK_APPLIED, (once.group, week, shard, once.event_id)))
+        if updates:
+            self.s.execute_counter_batch(updates)
+        return True
+
+    def _forget_weeks_before(self, group: str, first_remembered: int) -> None:
+        """Drop the partitions of the two weeks before the remembered ones, once per process and week."""
+        with self._lock:
+            if (group, first_remembered) in self._forgotten:
+                return
+            self._forgotten.add((group, first_remembered))
+        self.s.execute_concurrently([(FORGET_WEEK, (group, week, shard))
+                                     for week in (first_remembered - 2, first_remembered - 1)
+                                     for shard in range(APPLIED_SHARDS)])
 
     def defined_limits(self, key: LimitKey) -> QuotaLimits:
         rows = self.s.execute("SELECT quotaType, quotaLimit FROM quotaLimit WHERE quotaScope = ? AND identifier = ? "

@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 from mailserver.blob.api import BlobStore
 from mailserver.events.api import EventListener
-from mailserver.events.processed import ProcessedEvents
 from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
-from mailserver.mailbox.store import FastViewStore, MessageStore, QuotaStore
+from mailserver.mailbox.store import AppliedEvent, FastViewStore, MessageStore, QuotaStore
 from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent, QuotaUsageUpdatedEvent
 from mailserver.model.quota import QuotaRoot, QuotaUsage, effective_limits
 
@@ -27,17 +26,15 @@ class CurrentQuotaUpdater(EventListener):
 
     After each update it publishes a ``QuotaUsageUpdatedEvent`` with the root's usage, effective
     limits (user, else domain, else global) and the limit each scope defines, as James does
-    (quota-ratio indexing and threshold mailing consume it). Counting is not idempotent, so with
-    ``processed`` an event delivered again after a crash is counted once.
+    (quota-ratio indexing and threshold mailing consume it). Counting is not idempotent: the store
+    records the event with its counts, so an event delivered again after a crash is counted once.
     """
 
     group = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
 
-    def __init__(self, quota: QuotaStore, publish: Callable[[MailboxEvent], None] | None = None,
-                 processed: ProcessedEvents | None = None) -> None:
+    def __init__(self, quota: QuotaStore, publish: Callable[[MailboxEvent], None] | None = None) -> None:
         self.quota = quota
         self.publish = publish
-        self.processed = processed
 
     def accepts(self, event: MailboxEvent) -> bool:
         return isinstance(event, Added | Expunged | MailboxDeletion)
@@ -52,10 +49,7 @@ class CurrentQuotaUpdater(EventListener):
             delta = -QuotaUsage(event.deleted_message_count, event.total_deleted_size)
         else:
             return
-        if self.processed is None or not self.processed.applied(self.group, event.event_id):
-            self.quota.increase(root, delta)
-            if self.processed is not None:
-                self.processed.mark_applied(self.group, event.event_id)
+        self.quota.increase(root, delta, once=AppliedEvent(self.group, event.event_id))
         if self.publish is not None:
             by_scope = self.quota.limits_by_scope(root)
             self.publish(QuotaUsageUpdatedEvent(

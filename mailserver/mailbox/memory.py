@@ -6,7 +6,14 @@ import threading
 from collections.abc import Iterator
 
 from mailserver.mailbox.errors import MailboxExists
-from mailserver.mailbox.store import FastViewStore, MailboxCounters, MailboxStore, MessageStore, QuotaStore
+from mailserver.mailbox.store import (
+    AppliedEvent,
+    FastViewStore,
+    MailboxCounters,
+    MailboxStore,
+    MessageStore,
+    QuotaStore,
+)
 from mailserver.model.address import Username
 from mailserver.model.flags import SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
@@ -138,14 +145,20 @@ class MemoryQuotaStore(QuotaStore):
     def __init__(self) -> None:
         self._current: dict[QuotaRoot, QuotaUsage] = {}
         self._limits: dict[tuple[LimitKey, QuotaType], int] = {}
+        self._applied: set[AppliedEvent] = set()
         self._lock = threading.Lock()
 
     def current(self, root: QuotaRoot) -> QuotaUsage:
         return self._current.get(root, QuotaUsage(0, 0))
 
-    def increase(self, root: QuotaRoot, delta: QuotaUsage) -> None:
+    def increase(self, root: QuotaRoot, delta: QuotaUsage, once: AppliedEvent | None = None) -> bool:
         with self._lock:
+            if once is not None:
+                if once in self._applied:
+                    return False
+                self._applied.add(once)
             self._current[root] = self.current(root) + delta
+            return True
 
     def defined_limits(self, key: LimitKey) -> QuotaLimits:
         return QuotaLimits(self._limits.get((key, QuotaType.COUNT)), self._limits.get((key, QuotaType.SIZE)))

@@ -7,6 +7,7 @@ events) live in ``manager.py`` and are the same for both.
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -122,6 +123,14 @@ class MessageStore(ABC):
         """Drop the per-mailbox index, counter and generator partitions of a deleted mailbox."""
 
 
+@dataclass(frozen=True)
+class AppliedEvent:
+    """One listener group applying one event: what a counting listener records to count it once."""
+
+    group: str
+    event_id: uuid.UUID
+
+
 class QuotaStore(ABC):
     """quotaCurrentValue (counters) and quotaLimit (global / domain / user).
 
@@ -134,7 +143,13 @@ class QuotaStore(ABC):
     def current(self, root: QuotaRoot) -> QuotaUsage: ...
 
     @abstractmethod
-    def increase(self, root: QuotaRoot, delta: QuotaUsage) -> None: ...
+    def increase(self, root: QuotaRoot, delta: QuotaUsage, once: AppliedEvent | None = None) -> bool:
+        """Add ``delta`` to the usage of ``root``; True when it was added.
+
+        With ``once``, the delta and the record that this event was applied are written in one
+        request, and nothing is written when the record is already there: a listener killed after
+        its write but before its acknowledgement counts the event delivered again exactly once.
+        """
 
     @abstractmethod
     def defined_limits(self, key: LimitKey) -> QuotaLimits:

@@ -9,7 +9,6 @@ from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.events.api import EventBus
 from mailserver.events.in_process import InProcessEventBus
-from mailserver.events.processed import CassandraProcessedEvents, ProcessedEvents
 from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.mailbox.acl import AclStore, EventSourcedAclStore, MemoryAclStore
 from mailserver.mailbox.cassandra_fastview import CassandraFastViewStore
@@ -36,15 +35,14 @@ class MailboxContext:
 
 def assemble(mailboxes: MailboxStore, messages: MessageStore, quota: QuotaStore, fast_view: FastViewStore,
              blobs: BlobStore, acl: AclStore, bus: EventBus | None = None,
-             write_guard: Callable[[], None] | None = None,
-             processed: ProcessedEvents | None = None) -> MailboxContext:
+             write_guard: Callable[[], None] | None = None) -> MailboxContext:
     """The mailbox layer with its group listeners registered on ``bus`` (in-process by default).
 
     More group listeners (search indexing, the vault) register on ``context.bus`` the same way,
     before a RabbitMQ bus starts consuming (the ``listeners`` role starts after the backends).
     """
     bus = bus or InProcessEventBus()
-    bus.register(CurrentQuotaUpdater(quota, bus.dispatch, processed))
+    bus.register(CurrentQuotaUpdater(quota, bus.dispatch))
     bus.register(FastViewProjectionListener(messages, blobs, fast_view))
     bus.register(DeleteMessageListener(messages, fast_view, blobs))
     manager = MailboxManager(mailboxes, messages, quota, blobs, bus, acl, write_guard=write_guard)
@@ -61,4 +59,4 @@ def cassandra_context(session: CassandraSession, blobs: BlobStore, bus: EventBus
                       write_guard: Callable[[], None] | None = None) -> MailboxContext:
     return assemble(CassandraMailboxStore(session), CassandraMessageStore(session), CassandraQuotaStore(session),
                     CassandraFastViewStore(session), blobs, EventSourcedAclStore(session, CassandraEventStore(session)),
-                    bus, write_guard, CassandraProcessedEvents(session))
+                    bus, write_guard)

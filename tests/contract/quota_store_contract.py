@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from mailserver.mailbox.store import QuotaStore
+from mailserver.mailbox.store import AppliedEvent, QuotaStore
 from mailserver.model.address import Domain, Username
 from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot, QuotaScope, QuotaType, QuotaUsage
 
@@ -94,3 +94,22 @@ class QuotaStoreContract:
         store.increase(root, QuotaUsage(2, 300))
         store.set_user_limits(root, QuotaLimits(1, 1))
         assert store.current(root) == QuotaUsage(2, 300)
+
+    def test_an_event_applied_once_is_not_counted_again(self, store, root):
+        event = AppliedEvent("quota-group", uuid.uuid4())
+        assert store.increase(root, QuotaUsage(1, 100), once=event) is True
+        assert store.increase(root, QuotaUsage(1, 100), once=event) is False
+        assert store.current(root) == QuotaUsage(1, 100)
+
+    def test_the_same_event_counts_once_per_group(self, store, root):
+        event_id = uuid.uuid4()
+        store.increase(root, QuotaUsage(1, 100), once=AppliedEvent("group-a", event_id))
+        store.increase(root, QuotaUsage(1, 100), once=AppliedEvent("group-b", event_id))
+        store.increase(root, QuotaUsage(1, 100), once=AppliedEvent("group-a", event_id))
+        assert store.current(root) == QuotaUsage(2, 200)
+
+    def test_without_a_record_every_increase_counts(self, store, root):
+        store.increase(root, QuotaUsage(1, 100))
+        store.increase(root, QuotaUsage(-1, -100))
+        store.increase(root, QuotaUsage(2, 50))
+        assert store.current(root) == QuotaUsage(2, 50)
