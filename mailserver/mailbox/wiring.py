@@ -11,6 +11,7 @@ from mailserver.events.api import EventBus
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.mailbox.acl import AclStore, EventSourcedAclStore, MemoryAclStore
+from mailserver.mailbox.cached_quota import CachedLimitsQuotaStore
 from mailserver.mailbox.cassandra_fastview import CassandraFastViewStore
 from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
 from mailserver.mailbox.cassandra_messages import CassandraMessageStore
@@ -56,7 +57,12 @@ def memory_context(blobs: BlobStore, bus: EventBus | None = None,
 
 
 def cassandra_context(session: CassandraSession, blobs: BlobStore, bus: EventBus | None = None,
-                      write_guard: Callable[[], None] | None = None) -> MailboxContext:
-    return assemble(CassandraMailboxStore(session), CassandraMessageStore(session), CassandraQuotaStore(session),
+                      write_guard: Callable[[], None] | None = None,
+                      quota_limits_cache_seconds: float = 0) -> MailboxContext:
+    """``quota_limits_cache_seconds`` > 0 keeps the limits read that long (``CachedLimitsQuotaStore``)."""
+    quota: QuotaStore = CassandraQuotaStore(session)
+    if quota_limits_cache_seconds > 0:
+        quota = CachedLimitsQuotaStore(quota, ttl=quota_limits_cache_seconds)
+    return assemble(CassandraMailboxStore(session), CassandraMessageStore(session), quota,
                     CassandraFastViewStore(session), blobs, EventSourcedAclStore(session, CassandraEventStore(session)),
                     bus, write_guard)

@@ -154,7 +154,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         dead_letters = DeadLettersStore(session)
         bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
                                concurrency=settings.event_bus_concurrency, metrics=metrics)
-        mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed)
+        mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed,
+                                    quota_limits_cache_seconds=settings.quota_limits_cache_seconds)
         vault = cassandra_vault(session, blobs)
         install_vault(mailbox, vault, settings.vault)
         search = None

@@ -147,6 +147,8 @@ class ServeSettings:
     blob: BlobStoreConfig = field(default_factory=BlobStoreConfig)   # MAILSERVER_BLOB_* (blob/config.py)
     # James's domain list read.cache.expiracy (10 s); 0 disables the cache (domains/cached.py).
     domain_cache_seconds: float = 10.0
+    # Quota limits read per mail; 0 disables (mailbox/cached_quota.py). James has no such cache.
+    quota_limits_cache_seconds: float = 10.0
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -216,6 +218,7 @@ class ServeSettings:
             vault=vault_config(env),
             blob=blob_config(env),
             domain_cache_seconds=read.non_negative("MAILSERVER_DOMAINLIST_READ_CACHE_MS", 10_000) / 1000,
+            quota_limits_cache_seconds=read.non_negative("MAILSERVER_QUOTA_LIMITS_READ_CACHE_MS", 10_000) / 1000,
         )
 
 
