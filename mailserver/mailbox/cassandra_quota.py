@@ -16,12 +16,15 @@ holds for a past week.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Callable
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.store import AppliedEvent, QuotaStore
 from mailserver.model.quota import UNLIMITED, LimitKey, QuotaComponent, QuotaLimits, QuotaRoot, QuotaType, QuotaUsage
+
+log = logging.getLogger(__name__)
 
 COMPONENT = QuotaComponent.MAILBOX.value
 INCREMENT = ("UPDATE quotaCurrentValue SET currentValue = currentValue + ? "
@@ -73,9 +76,15 @@ class CassandraQuotaStore(QuotaStore):
             if (group, first_remembered) in self._forgotten:
                 return
             self._forgotten.add((group, first_remembered))
-        self.s.execute_concurrently([(FORGET_WEEK, (group, week, shard))
-                                     for week in (first_remembered - 2, first_remembered - 1)
-                                     for shard in range(APPLIED_SHARDS)])
+        try:
+            self.s.execute_concurrently([(FORGET_WEEK, (group, week, shard))
+                                         for week in (first_remembered - 2, first_remembered - 1)
+                                         for shard in range(APPLIED_SHARDS)])
+        except Exception:   # housekeeping: the event being counted must not fail for it; next event retries
+            log.warning("could not delete the %s records of weeks before %d; will retry", group, first_remembered,
+                        exc_info=True)
+            with self._lock:
+                self._forgotten.discard((group, first_remembered))
 
     def defined_limits(self, key: LimitKey) -> QuotaLimits:
         rows = self.s.execute("SELECT quotaType, quotaLimit FROM quotaLimit WHERE quotaScope = ? AND identifier = ? "

@@ -88,3 +88,18 @@ def test_an_event_is_remembered_the_next_week_and_its_partition_dropped_later(ca
     assert store.increase(root, QuotaUsage(1, 10), once=AppliedEvent(group, uuid.uuid4())) is True
     assert partition_rows() == 0
     assert store.current(root) == QuotaUsage(2, 20)
+
+
+def test_a_failed_cleanup_of_old_weeks_does_not_fail_the_count_and_is_tried_again(cassandra):
+    group, root = f"group-{uuid.uuid4().hex[:6]}", fresh_root()
+    store = CassandraQuotaStore(cassandra, today=lambda: dt.date(2026, 11, 2))
+    cassandra.faults.fail("event_applied", kind="DELETE", times=1)
+    try:
+        assert store.increase(root, QuotaUsage(1, 10), once=AppliedEvent(group, uuid.uuid4())) is True
+        assert store.current(root) == QuotaUsage(1, 10)
+        assert store._forgotten == set()          # not done: the next event tries again
+        assert store.increase(root, QuotaUsage(1, 10), once=AppliedEvent(group, uuid.uuid4())) is True
+    finally:
+        cassandra.faults.clear()
+    assert store.current(root) == QuotaUsage(2, 20)
+    assert store._forgotten == {(group, week_of(dt.date(2026, 11, 2)) - 1)}
