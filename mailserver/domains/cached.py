@@ -11,14 +11,12 @@ cache is seen at once (the entry is dropped). ``list`` is never cached (WebAdmin
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 
-from cachetools import TTLCache
-
 from mailserver.domains.api import DomainList, as_domain
 from mailserver.model.address import Domain
+from mailserver.read_cache import ReadThroughCache
 
 DEFAULT_TTL_SECONDS = 10.0
 MAX_ENTRIES = 10_000
@@ -27,22 +25,12 @@ MAX_ENTRIES = 10_000
 class CachedDomainList(DomainList):
     def __init__(self, inner: DomainList, *, ttl: float = DEFAULT_TTL_SECONDS, max_entries: int = MAX_ENTRIES,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if ttl <= 0:
-            raise ValueError("the domain cache's time to live must be positive (disable the cache instead)")
         self.inner = inner
-        self._answers: TTLCache[Domain, bool] = TTLCache(maxsize=max_entries, ttl=ttl, timer=clock)
-        self._lock = threading.Lock()
+        self._answers: ReadThroughCache[Domain, bool] = ReadThroughCache(
+            ttl=ttl, max_entries=max_entries, clock=clock, what="domain cache")
 
     def contains(self, domain: Domain | str) -> bool:
-        d = as_domain(domain)
-        with self._lock:
-            known = self._answers.get(d)
-        if known is not None:
-            return known
-        answer = self.inner.contains(d)
-        with self._lock:
-            self._answers[d] = answer
-        return answer
+        return self._answers.get(as_domain(domain), self.inner.contains)
 
     def add(self, domain: Domain | str) -> Domain:
         d = as_domain(domain)
@@ -62,8 +50,7 @@ class CachedDomainList(DomainList):
         return self.inner.list()
 
     def _forget(self, domain: Domain) -> None:
-        with self._lock:
-            self._answers.pop(domain, None)
+        self._answers.forget(domain)
 
     # The storage primitives are the inner list's: add/remove/contains/list above never reach them.
     def _insert(self, domain: Domain) -> bool:

@@ -12,14 +12,12 @@ every mail and the quota check must see the latest count.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
-from cachetools import TTLCache
-
 from mailserver.mailbox.store import AppliedEvent, QuotaStore
 from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot, QuotaType, QuotaUsage
+from mailserver.read_cache import ReadThroughCache
 
 DEFAULT_TTL_SECONDS = 10.0
 MAX_ENTRIES = 100_000
@@ -28,11 +26,9 @@ MAX_ENTRIES = 100_000
 class CachedLimitsQuotaStore(QuotaStore):
     def __init__(self, inner: QuotaStore, *, ttl: float = DEFAULT_TTL_SECONDS, max_entries: int = MAX_ENTRIES,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if ttl <= 0:
-            raise ValueError("the quota limits cache's time to live must be positive (disable the cache instead)")
         self.inner = inner
-        self._limits: TTLCache[LimitKey, QuotaLimits] = TTLCache(maxsize=max_entries, ttl=ttl, timer=clock)
-        self._lock = threading.Lock()
+        self._limits: ReadThroughCache[LimitKey, QuotaLimits] = ReadThroughCache(
+            ttl=ttl, max_entries=max_entries, clock=clock, what="quota limits cache")
 
     def current(self, root: QuotaRoot) -> QuotaUsage:
         return self.inner.current(root)
@@ -41,18 +37,10 @@ class CachedLimitsQuotaStore(QuotaStore):
         return self.inner.increase(root, delta, once)
 
     def defined_limits(self, key: LimitKey) -> QuotaLimits:
-        with self._lock:
-            known = self._limits.get(key)
-        if known is not None:
-            return known
-        limits = self.inner.defined_limits(key)
-        with self._lock:
-            self._limits[key] = limits
-        return limits
+        return self._limits.get(key, self.inner.defined_limits)
 
     def _store_limit(self, key: LimitKey, quota_type: QuotaType, value: int | None) -> None:
         try:
             self.inner._store_limit(key, quota_type, value)
         finally:
-            with self._lock:
-                self._limits.pop(key, None)
+            self._limits.forget(key)
