@@ -54,7 +54,10 @@ def write_report(report: Mapping[str, Any], location: ReportLocation, client: An
     try:
         client.head_bucket(Bucket=location.bucket)
     except client.exceptions.ClientError:
-        client.create_bucket(Bucket=location.bucket)
+        try:
+            client.create_bucket(Bucket=location.bucket)
+        except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
+            pass   # another job's first report created it between our two calls
     body = json.dumps(report, indent=2, sort_keys=True, default=str).encode()
     client.put_object(Bucket=location.bucket, Key=location.key, Body=body, ContentType="application/json")
 
