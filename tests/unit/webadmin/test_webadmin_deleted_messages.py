@@ -9,7 +9,6 @@ from __future__ import annotations
 import email
 import email.policy
 import io
-import uuid
 import warnings
 import zipfile
 from contextlib import contextmanager
@@ -270,7 +269,7 @@ def test_java_zoned_string():
      "Invalid value supplied for query parameter 'scope': EXPIRED. Supported values are [expired]"),
     ("delete", f"/deletedMessages/users/{USER}/messages/not-a-uuid", None, 400,
      "Can not deserialize the supplied messageId: not-a-uuid"),
-    ("delete", "/deletedMessages/users/nobody@example.com/messages/" + str(uuid.uuid1()), None, 404,
+    ("delete", "/deletedMessages/users/nobody@example.com/messages/b0aa4f54-e9ab-11f1-a163-02fc00000001", None, 404,
      "User 'nobody@example.com' does not exist in the system"),
 ])
 def test_validation(validation_env, method, path, body, status, message):

@@ -313,7 +313,8 @@ def test_a_group_no_listener_runs_keeps_its_letter(client, ctx):
     assert client.get(path(orphan)).json() == [str(kept)]
 
 
-@pytest.mark.parametrize("url", [BASE, f"{BASE}/groups/org.x.G", f"{BASE}/groups/org.x.G/{uuid.uuid4()}"])
+@pytest.mark.parametrize("url", [BASE, f"{BASE}/groups/org.x.G",
+                                 f"{BASE}/groups/org.x.G/244923a5-7f59-48c3-8900-a7be04a8d4df"])
 def test_action_is_compulsory_and_must_be_redeliver(client, ctx, url):
     body = error(client.post(url))
     assert (body["statusCode"], body["type"], body["message"], body["details"]) == \
