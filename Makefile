@@ -29,7 +29,7 @@ test: bootstrap       ## the whole suite against real services (starts the backe
 	@# The tests marked exclusive stop a shared backend: they run after the parallel pass, alone.
 	@# Both passes run whatever the first one's outcome; the target fails if either did (5: none selected).
 	@if [[ "$(TEST_WORKERS)" == 0 ]]; then $(PY) -m pytest $(PYTEST_ARGS); exit; fi; \
-	 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -m "not exclusive" $(PYTEST_ARGS); \
+	 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not exclusive" $(PYTEST_ARGS); \
 	 parallel=$$?; if [[ $$parallel == 5 ]]; then parallel=0; fi; \
 	 $(PY) -m pytest -m exclusive $(PYTEST_ARGS); alone=$$?; if [[ $$alone == 5 ]]; then alone=0; fi; \
 	 exit $$(( parallel || alone ))

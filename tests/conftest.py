@@ -198,11 +198,10 @@ def maintenance_keyspace(maintenance_cassandra):
 
 
 # Tests that bring up the stack's own Airflow (scheduler, dag-processor, PostgreSQL, a mail server).
-# There is one per machine, so under xdist they all go to one worker (one group).
+# There is one per machine, so under xdist they all go to one worker.
 STACK_AIRFLOW_TESTS = ("tests/e2e/airflow_api/", "tests/e2e/test_run_command.py")
-STACK_AIRFLOW_GROUP = "stack-airflow"
 # Under xdist the longest work goes first, so no worker is left with a long file at the end while
-# the other idles: the stack-Airflow group, then end-to-end, integration, and unit tests last.
+# the other idles: the stack-Airflow tests, then end-to-end, integration, and unit tests last.
 XDIST_ORDER = (STACK_AIRFLOW_TESTS, ("tests/e2e/",), ("tests/integration/",))
 
 
@@ -215,7 +214,13 @@ def _under_xdist(config: pytest.Config) -> bool:
     return bool(XDIST_WORKER) or getattr(config.option, "dist", "no") != "no"
 
 
-# tryfirst: xdist's own hook turns the xdist_group marks into node ids, so they are added before it.
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from tests.support.xdist_scheduling import FileScheduling
+
+    return FileScheduling(config, log, shared_prefixes=STACK_AIRFLOW_TESTS, shared_unit="stack-airflow")
+
+
+# tryfirst: the marks added here must be in place before `-m` selects on them.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     def needs_stack_airflow(item: pytest.Item) -> bool:
@@ -234,8 +239,4 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         path = _relative(item)
         return next((i for i, prefixes in enumerate(XDIST_ORDER) if path.startswith(prefixes)), len(XDIST_ORDER))
 
-    for item in items:
-        # A file runs whole on one worker: its module fixtures (seeded data, servers) are built once.
-        group = STACK_AIRFLOW_GROUP if needs_stack_airflow(item) else _relative(item)
-        item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=rank)
