@@ -2,9 +2,6 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
-# Two pytest-xdist workers share the one stack (the machine has two cores; half the suite's time is
-# waiting on the backends, Airflow and JVM start-up). TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 2
 
 .PHONY: bootstrap run stop status logs test unit integration lint lock compose-config
 
@@ -26,13 +23,7 @@ logs:
 test: bootstrap       ## the whole suite against real services (starts the backends it needs)
 	@$(PY) -m ruff check .
 	@$(PY) -m include.stack up --profile backends
-	@# The tests marked exclusive stop a shared backend: they run after the parallel pass, alone.
-	@# Both passes run whatever the first one's outcome; the target fails if either did (5: none selected).
-	@if [[ "$(TEST_WORKERS)" == 0 ]]; then $(PY) -m pytest $(PYTEST_ARGS); exit; fi; \
-	 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not exclusive" $(PYTEST_ARGS); \
-	 parallel=$$?; if [[ $$parallel == 5 ]]; then parallel=0; fi; \
-	 $(PY) -m pytest -m exclusive $(PYTEST_ARGS); alone=$$?; if [[ $$alone == 5 ]]; then alone=0; fi; \
-	 exit $$(( parallel || alone ))
+	@$(PY) -m pytest $(PYTEST_ARGS)
 
 unit: bootstrap       ## unit tests only: no servers
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)

@@ -4,11 +4,6 @@ Airflow reads its configuration when first imported, so the test Airflow (SQLite
 under ``.stack/pytest-airflow``, this repository's dags/ and plugins/) is configured here at
 import time, before any test module imports it. The production stack's Airflow database is
 never touched by tests, even when ``.stack/env.sh`` was sourced.
-
-``make test`` runs the suite on two pytest-xdist workers against the one stack: each worker has
-its own Airflow database, keyspaces, vhosts, buckets and index names (``unique``); a test file
-runs whole on one worker; the tests that use the stack's own Airflow share one worker; and the
-tests marked ``exclusive`` (they restart a shared backend) run afterwards, alone.
 """
 
 from __future__ import annotations
@@ -25,9 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 STACK_HOME = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
-# One SQLite Airflow database per xdist worker: SQLite takes one writer at a time.
-XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-AIRFLOW_TEST_HOME = STACK_HOME / ("pytest-airflow" + (f"-{XDIST_WORKER}" if XDIST_WORKER else ""))
+AIRFLOW_TEST_HOME = STACK_HOME / "pytest-airflow"
 AIRFLOW_TEST_HOME.mkdir(parents=True, exist_ok=True)
 
 os.environ.update({
@@ -198,45 +191,13 @@ def maintenance_keyspace(maintenance_cassandra):
 
 
 # Tests that bring up the stack's own Airflow (scheduler, dag-processor, PostgreSQL, a mail server).
-# There is one per machine, so under xdist they all go to one worker.
+# Once up it idles at about a fifth of a core until the session ends, so these tests run last.
 STACK_AIRFLOW_TESTS = ("tests/e2e/airflow_api/", "tests/e2e/test_run_command.py")
-# Under xdist the longest work goes first, so no worker is left with a long file at the end while
-# the other idles: the stack-Airflow tests, then end-to-end, integration, and unit tests last.
-XDIST_ORDER = (STACK_AIRFLOW_TESTS, ("tests/e2e/",), ("tests/integration/",))
 
 
-def _relative(item: pytest.Item) -> str:
-    path = Path(item.path)
-    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
-
-
-def _under_xdist(config: pytest.Config) -> bool:
-    return bool(XDIST_WORKER) or getattr(config.option, "dist", "no") != "no"
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    from tests.support.xdist_scheduling import FileScheduling
-
-    return FileScheduling(config, log, shared_prefixes=STACK_AIRFLOW_TESTS, shared_unit="stack-airflow")
-
-
-# tryfirst: the marks added here must be in place before `-m` selects on them.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     def needs_stack_airflow(item: pytest.Item) -> bool:
-        return _relative(item).startswith(STACK_AIRFLOW_TESTS)
+        path = Path(item.path)
+        return path.is_relative_to(REPO) and path.relative_to(REPO).as_posix().startswith(STACK_AIRFLOW_TESTS)
 
-    for item in items:
-        # Stopping a backend of the one stack would fail whatever runs beside it.
-        if "local_stack" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.exclusive)
-    if not _under_xdist(config):
-        # Once up, the stack's Airflow idles at about a fifth of a core until the session ends.
-        items.sort(key=needs_stack_airflow)   # stable: every other test keeps its order
-        return
-
-    def rank(item: pytest.Item) -> int:
-        path = _relative(item)
-        return next((i for i, prefixes in enumerate(XDIST_ORDER) if path.startswith(prefixes)), len(XDIST_ORDER))
-
-    items.sort(key=rank)
+    items.sort(key=needs_stack_airflow)   # stable: every other test keeps its order
