@@ -264,14 +264,13 @@ def test_a_group_removed_from_configuration_is_unbound_kept_and_reported(bus_wor
 
 
 def test_rabbitmq_restarted_while_mail_flows_loses_no_event(bus_world: BusWorld, local_stack: StackManager):
-    manager = local_stack
     intake, listeners = bus_world.intake(), bus_world.listeners()
     try:
         sender = threading.Thread(target=bus_world.send, args=(intake.smtp_port, 120), daemon=True)
         sender.start()
         assert eventually(lambda: bus_world.delivered() >= 20, timeout=120)
-        manager.down(["rabbitmq"])
-        manager.up(["rabbitmq"])
+        local_stack.down(["rabbitmq"])
+        local_stack.up(["rabbitmq"])
         sender.join(600)
         assert eventually(lambda: bus_world.delivered() == 120, timeout=300), intake.tail()
 

@@ -96,7 +96,7 @@ def test_vault_bucket_of_a_month():
     assert BucketName.deleted_messages(date(2026, 2, 28)) == BucketName("deleted-messages-2026-02-01")
 
 
-# Literal values, not uuid4(): pytest-xdist workers must collect the same test ids.
+# Literal values, not uuid4(): a test's id stays the same from one run to the next.
 @pytest.mark.parametrize("value", ["abc", "a/b/c", "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU=",
                                    "43961990-b9ca-47b3-8091-e172b6404b1e", "dots.in.name", "..hidden", "é"])
 def test_valid_blob_ids(value):
