@@ -8,6 +8,8 @@ server (the DAGs' health sensor asks its WebAdmin) and Airflow. Its connections 
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from include.connections import DEFAULT_KEYSPACE
@@ -40,9 +42,26 @@ def api(settings: AirflowSettings) -> httpx.Client:
                         headers={"Authorization": f"Bearer {token.json()['access_token']}"})
 
 
+def wait_for_dag(client: httpx.Client, dag_id: str, timeout: float = 300.0) -> None:
+    """Wait until the dag-processor has parsed ``dag_id``: a healthy Airflow may not have read its
+    DAG files yet (the first parse of the folder takes a minute or more on a busy machine)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.get(f"/api/v2/dags/{dag_id}")
+        if response.status_code != 404:
+            response.raise_for_status()
+            return
+        if time.monotonic() > deadline:
+            errors = client.get("/api/v2/importErrors").json().get("import_errors", [])
+            raise AssertionError(f"the stack's Airflow has no DAG {dag_id} after {timeout:.0f} s; "
+                                 f"import errors: {errors or 'none'}")
+        time.sleep(2)
+
+
 def unpause(settings: AirflowSettings, dag_id: str) -> None:
     """A DAG is paused when Airflow first sees it: an operator unpauses it once before using it."""
     with api(settings) as client:
+        wait_for_dag(client, dag_id)
         response = client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False})
         response.raise_for_status()
         assert response.json()["is_paused"] is False
