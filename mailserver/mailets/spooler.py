@@ -15,7 +15,11 @@ When processing raises (a ``propagate`` pair, a storage outage, a processing loo
    error message (which bounces and stores it in ``var/mail/error``); if even that fails, it
    is stored directly in the spooler error repository;
 5. if none of that works (the queue or the repository is down too), the item is rejected, so
-   the broker dead-letters it instead of losing it.
+   the broker dead-letters it instead of losing it; except when a stored message already took
+   part of the entry's content (``blob_handover``): a dead letter would then point at a blob
+   that message deletes with it, so the item goes back to the spool instead, after a pause
+   (``give_back_pause``). Delivery is exactly-once per recipient: the recipients served
+   already are skipped when it comes again.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ def _error_count(mail: Mail) -> int:
 class MailSpooler:
     def __init__(self, container: MailetContainer, queue: MailQueue, error_repository: MailRepository, *,
                  threads: int = 20, max_retries: int = MAX_RETRIES, poll_timeout: float = 0.5,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, give_back_pause: float = 1.0) -> None:
         if threads < 0:
             raise ValueError("threads must not be negative (0 disables the spooler)")
         self.container = container
@@ -58,6 +62,7 @@ class MailSpooler:
         self.max_retries = max_retries
         self.poll_timeout = poll_timeout
         self.metrics = metrics
+        self.give_back_pause = give_back_pause
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -132,6 +137,8 @@ class MailSpooler:
                         # once when dequeued again, so it restarts where it started instead.
                         mail.state = state
                     outcome = self._failed(mail, exc)   # a retry copies the content first: nothing lost
+                    if outcome is Outcome.REJECT:
+                        outcome = self._give_back(mail) if handed_over else self._reject(mail)
                 # Blobs a stored message took over stay when the entry deletes its content.
                 item.done(outcome, handed_over=frozenset(handed_over))
                 return outcome
@@ -152,8 +159,22 @@ class MailSpooler:
                 self._give_up(mail, exc)
             return Outcome.SUCCESS
         except Exception:
-            LOG.exception("could not requeue nor store %s: rejecting it (dead letter)", mail.name)
+            LOG.exception("could not requeue nor store %s", mail.name)
             return Outcome.REJECT
+
+    @staticmethod
+    def _reject(mail: Mail) -> Outcome:
+        LOG.error("%s rejected: the broker keeps it as a dead letter", mail.name)
+        return Outcome.REJECT
+
+    def _give_back(self, mail: Mail) -> Outcome:
+        """The entry returns to the spool as it was dequeued: a stored message owns part of its content."""
+        LOG.error("%s shares content with a message stored already: given back to %s, not dead-lettered",
+                  mail.name, self.queue.name)
+        if self.metrics:
+            self.metrics.meter("spoolGivenBack", "Spool entries given back instead of dead-lettered").inc()
+        self._stop.wait(self.give_back_pause)   # requeueing failed: storage or broker is down, do not spin
+        return Outcome.RETRY
 
     def _give_up(self, mail: Mail, exc: Exception) -> None:
         reason = "".join(traceback.format_exception(exc))

@@ -6,12 +6,16 @@ import pytest
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.mailets import blob_handover
+from mailserver.mailets.api import Mailet
 from mailserver.mailets.delivery import LocalDelivery
+from mailserver.mailets.registry import MAILETS
+from mailserver.mailets.spooler import MailSpooler
 from mailserver.model.address import Username
 from mailserver.model.mail import Mail
 from mailserver.model.mailbox import MailboxPath
 from mailserver.model.quota import QuotaLimits, QuotaRoot
-from mailserver.queue.api import Outcome
+from mailserver.observability.metrics import Metrics
+from mailserver.queue.api import MailQueueError, Outcome
 from tests.unit.mailets.support import MESSAGE, Env, container_of, mailet, make_mail, memory_env, run_spool
 
 
@@ -132,3 +136,61 @@ def test_local_delivery_outside_the_spooler_copies_the_body(env, blobs):
 
     [(_, body_blob)] = stored(env, "alice@example.com")
     assert body_blob != mail.content.body_blob_id
+
+
+class FailsAfterDelivery(Mailet):
+    """A mailet after LocalDelivery that fails while ``failing`` (a storage outage, say)."""
+
+    name = "FailsAfterDelivery"
+    failing = True
+
+    def service(self, mail: Mail) -> None:
+        if FailsAfterDelivery.failing:
+            raise ConnectionError("cassandra timeout")
+
+
+DELIVER_THEN_FAIL = """\
+processors:
+  root:
+    - mailet: LocalDelivery
+      params: {consume: false}
+    - mailet: FailsAfterDelivery
+      onMailetException: propagate
+    - mailet: Null
+  error:
+    - mailet: Null
+"""
+
+
+def test_an_entry_whose_body_a_stored_message_took_is_given_back_not_dead_lettered(env, blobs, monkeypatch):
+    monkeypatch.setitem(MAILETS, "FailsAfterDelivery", FailsAfterDelivery)
+    monkeypatch.setattr(FailsAfterDelivery, "failing", True)
+    mail = spooled(env, "alice@example.com")
+    container = container_of(env, DELIVER_THEN_FAIL)
+    metrics = Metrics()
+    spooler = MailSpooler(container, env.spool, env.repositories.select("memory://var/mail/error/"), threads=0,
+                          metrics=metrics, give_back_pause=0)
+
+    def refuse(mail, delay=None, *, hand_over=False):
+        raise MailQueueError("rabbitmq down")
+
+    enqueue = env.spool.enqueue
+    monkeypatch.setattr(env.spool, "enqueue", refuse)   # neither a retry nor the error processor can take it
+    outcome = spooler.process(env.spool.dequeue(timeout=0))
+
+    # A dead letter would keep pointing at the body Alice's message owns (and deletes with it).
+    assert outcome is Outcome.RETRY and env.spool.dead_letters == [] and env.spool.size() == 1
+    [(_, body_blob)] = stored(env, "alice@example.com")
+    assert body_blob == mail.content.body_blob_id
+    assert b"spoolGivenBack_total 1.0" in metrics.exposition()
+
+    monkeypatch.setattr(env.spool, "enqueue", enqueue)   # the outage is over
+    monkeypatch.setattr(FailsAfterDelivery, "failing", False)
+    run_spool(env, container)
+
+    [(message, body_blob)] = stored(env, "alice@example.com")   # still once
+    assert body_blob == mail.content.body_blob_id and message.endswith(b"Hello Alice.\r\n")
+    assert env.context.counters["localDeliveryDuplicates"] == 1
+    assert not exists(blobs, mail.content.header_blob_id)   # the entry's own part went with it
+    delete_all(env, "alice@example.com")
+    assert not exists(blobs, mail.content.body_blob_id)
