@@ -13,6 +13,13 @@ which the queue keeps instead of deleting. Outside a scope (no spooler) nothing 
 
 When in doubt a claim is kept: a blob left behind costs storage, a blob deleted under a stored
 message loses mail.
+
+The other way round, blobs a mailet writes for the mail while it is processed (a header rewritten
+by SetMimeHeader, ``mime.rewrite_header``) are ``created`` in the scope: only mails in this
+process refer to them (a queue or a repository taking the mail copies its content first), so the
+spooler deletes them once the entry is settled, whatever its outcome. The queue entry deletes
+only the content it was dequeued with, so without that every rewritten header (a second
+rewrite's, a split copy's) outlived the mail.
 """
 
 from __future__ import annotations
@@ -20,32 +27,49 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
-_claimed: ContextVar[set[str] | None] = ContextVar("handed_over_blobs", default=None)
+
+@dataclass
+class EntryBlobs:
+    """What happened to blobs while one spool entry was processed."""
+
+    claimed: set[str] = field(default_factory=set)   # taken by stored messages: the entry keeps them
+    created: set[str] = field(default_factory=set)   # written for the mail in process: deleted after it
+
+
+_scope: ContextVar[EntryBlobs | None] = ContextVar("spool_entry_blobs", default=None)
 
 
 @contextmanager
-def processing() -> Iterator[set[str]]:
-    """A scope for one spool entry; yields the ids claimed in it (read once the mailets are done)."""
-    claimed: set[str] = set()
-    token = _claimed.set(claimed)
+def processing() -> Iterator[EntryBlobs]:
+    """A scope for one spool entry; yields what was claimed and created in it (read once the mailets are done)."""
+    blobs = EntryBlobs()
+    token = _scope.set(blobs)
     try:
-        yield claimed
+        yield blobs
     finally:
-        _claimed.reset(token)
+        _scope.reset(token)
 
 
 def claim(blob_id: str) -> bool:
     """Take ``blob_id`` for a message about to be stored; False outside a scope or when taken already."""
-    claimed = _claimed.get()
-    if claimed is None or blob_id in claimed:
+    scope = _scope.get()
+    if scope is None or blob_id in scope.claimed:
         return False
-    claimed.add(blob_id)
+    scope.claimed.add(blob_id)
     return True
 
 
 def release(blob_id: str) -> None:
     """Give back a claim whose message does not use the blob (the spool entry deletes it again)."""
-    claimed = _claimed.get()
-    if claimed is not None:
-        claimed.discard(blob_id)
+    scope = _scope.get()
+    if scope is not None:
+        scope.claimed.discard(blob_id)
+
+
+def created(blob_id: str) -> None:
+    """Record a blob written for the mail being processed (nothing outside a scope: the caller owns it)."""
+    scope = _scope.get()
+    if scope is not None:
+        scope.created.add(blob_id)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from email.header import decode_header, make_header
 
 from mailserver.blob.api import StoragePolicy
+from mailserver.mailets import blob_handover
 from mailserver.model.mail import MailContent
 from mailserver.queue.content import MimeMessageStore
 
@@ -123,4 +124,5 @@ def rewrite_header(contents: MimeMessageStore, content: MailContent,
         return MailContent.of_bytes(new + data[len(old):])
     blobs = contents.blobs
     header_id = blobs.save(blobs.default_bucket, new, StoragePolicy.SIZE_BASED)
+    blob_handover.created(str(header_id))   # the spool entry deletes it once the mail is done
     return MailContent.of_blobs(str(header_id), content.body_blob_id or "", content.size - len(old) + len(new))

@@ -126,7 +126,8 @@ class MailSpooler:
         try:
             timer = self.metrics.timed("spoolProcessing") if self.metrics else contextlib.nullcontext()
             with timer, mdc(protocol="MAILET", action="SPOOL", mail=mail.name, queue=self.queue.name), \
-                    blob_handover.processing() as handed_over:
+                    blob_handover.processing() as entry_blobs:
+                handed_over = entry_blobs.claimed
                 try:
                     self.container.service(mail)
                     outcome = Outcome.SUCCESS
@@ -139,13 +140,26 @@ class MailSpooler:
                     outcome = self._failed(mail, exc)   # a retry copies the content first: nothing lost
                     if outcome is Outcome.REJECT:
                         outcome = self._give_back(mail) if handed_over else self._reject(mail)
-                # Blobs a stored message took over stay when the entry deletes its content.
-                item.done(outcome, handed_over=frozenset(handed_over))
+                try:
+                    # Blobs a stored message took over stay when the entry deletes its content.
+                    item.done(outcome, handed_over=frozenset(handed_over))
+                finally:
+                    self._delete_created(entry_blobs.created - handed_over)
                 return outcome
         finally:
             with self._lock:
                 self.in_flight -= 1
                 self.processed += 1
+
+    def _delete_created(self, blob_ids: set[str]) -> None:
+        """Blobs mailets wrote for the mail (a rewritten header): whatever the outcome, nobody else refers
+        to them (a requeued or stored mail got copies; a redelivered entry has its original content)."""
+        blobs = self.container.context.contents.blobs
+        for blob_id in blob_ids:
+            try:
+                blobs.delete(blobs.default_bucket, blob_id)
+            except Exception:
+                LOG.warning("could not delete blob %s written while processing", blob_id, exc_info=True)
 
     def _failed(self, mail: Mail, exc: Exception) -> Outcome:
         count = _error_count(mail) + 1

@@ -167,6 +167,8 @@ class DistributedMailQueueItem(MailQueueItem):
         self.mail = ref.mail
         self.enqueue_id = str(ref.enqueue_id)
         self._ref = ref
+        # What the entry owns and deletes once done, whatever mailets point ``mail.content`` at meanwhile.
+        self.dequeued_content = ref.mail.content
         self._queue = queue
         self._link = link
         self._channel_id = link.channel_id
@@ -520,7 +522,7 @@ class DistributedMailQueue(MailQueue):
         self._mark_deleted_quietly(item._ref.enqueue_id)
         if outcome is Outcome.SUCCESS:
             try:
-                self.contents.delete(item.mail.content, keep=handed_over)
+                self.contents.delete(item.dequeued_content, keep=handed_over)
             except Exception:
                 log.warning("queue %s: could not delete the blobs of %s", self.name, item.enqueue_id, exc_info=True)
         self.view.maybe_update_browse_start()

@@ -351,3 +351,19 @@ def test_handed_over_blobs_are_not_copied_and_go_with_the_entry(mode_queue):
     item.done(Outcome.SUCCESS)
     dedup = contents.blobs.deduplicating
     assert stored(contents, written) == [dedup, dedup]
+
+
+def test_a_processed_entry_deletes_the_content_it_was_dequeued_with_not_what_its_mail_points_to_now(mode_queue):
+    """A mailet may point the mail at new content (a rewritten header): the entry still owns, and
+    deletes, what it was dequeued with; the new blobs are whoever wrote them's (the spooler)."""
+    contents = mode_queue.contents
+    written = contents.save(RAW)
+    mode_queue.enqueue(make_mail(content=written), hand_over=True)
+    item = mode_queue.dequeue(timeout=WAIT)
+    assert item is not None
+    rewritten = contents.save(b"X-Rewritten: yes\r\n" + RAW)
+    item.mail.content = rewritten
+    item.done(Outcome.SUCCESS)
+    dedup = contents.blobs.deduplicating
+    assert stored(contents, written) == [dedup, dedup]
+    assert stored(contents, rewritten) == [True, True]

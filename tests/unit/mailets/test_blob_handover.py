@@ -50,12 +50,12 @@ def stored(env: Env, user: str) -> list[tuple[bytes, str | None]]:
 
 def test_a_claim_is_taken_once_and_only_inside_a_processing_scope():
     assert not blob_handover.claim("b1")
-    with blob_handover.processing() as claimed:
+    with blob_handover.processing() as scope:
         assert blob_handover.claim("b1")
         assert not blob_handover.claim("b1")     # a second message must not share it
         blob_handover.release("b1")
         assert blob_handover.claim("b1")
-        assert claimed == {"b1"}
+        assert scope.claimed == {"b1"}
     assert not blob_handover.claim("b1")
 
 
@@ -194,3 +194,59 @@ def test_an_entry_whose_body_a_stored_message_took_is_given_back_not_dead_letter
     assert not exists(blobs, mail.content.header_blob_id)   # the entry's own part went with it
     delete_all(env, "alice@example.com")
     assert not exists(blobs, mail.content.body_blob_id)
+
+
+REWRITE_THEN_DELIVER = """\
+processors:
+  root:
+    - mailet: SetMimeHeader
+      params: {name: X-First, value: one}
+    - match: RecipientIs=bob@example.com
+      mailet: SetMimeHeader
+      params: {name: X-Bob, value: two}
+    - mailet: SetMimeHeader
+      params: {name: X-Last, value: three}
+    - mailet: LocalDelivery
+  error:
+    - mailet: Null
+"""
+
+
+def test_headers_rewritten_while_processing_leave_no_blob_behind(env, blobs):
+    spooled(env, "alice@example.com", "bob@example.com")
+
+    run_spool(env, container_of(env, REWRITE_THEN_DELIVER))   # Bob's copy is split off and rewritten apart
+
+    [(alice, _)] = stored(env, "alice@example.com")
+    [(bob, _)] = stored(env, "bob@example.com")
+    assert b"X-First: one" in alice and b"X-Last: three" in alice and b"X-Bob" not in alice
+    assert b"X-First: one" in bob and b"X-Bob: two" in bob and b"X-Last: three" in bob
+    delete_all(env, "alice@example.com")
+    delete_all(env, "bob@example.com")
+    # Every header written on the way (three for Alice's path, three for Bob's) went with the mail.
+    assert list(blobs.list_blobs(blobs.default_bucket)) == []
+
+
+def test_a_header_rewritten_by_a_mail_given_back_is_deleted_too(env, blobs, monkeypatch):
+    monkeypatch.setitem(MAILETS, "FailsAfterDelivery", FailsAfterDelivery)
+    monkeypatch.setattr(FailsAfterDelivery, "failing", True)
+    mail = spooled(env, "alice@example.com")
+    container = container_of(env, DELIVER_THEN_FAIL.replace(
+        "  root:\n", "  root:\n    - mailet: SetMimeHeader\n      params: {name: X-Seen, value: seen}\n"))
+    spooler = MailSpooler(container, env.spool, env.repositories.select("memory://var/mail/error/"), threads=0,
+                          give_back_pause=0)
+    monkeypatch.setattr(env.spool, "enqueue", lambda mail, delay=None, *, hand_over=False: (
+        _ for _ in ()).throw(MailQueueError("rabbitmq down")))
+
+    assert spooler.process(env.spool.dequeue(timeout=0)) is Outcome.RETRY
+
+    [(message, _)] = stored(env, "alice@example.com")
+    assert b"X-Seen: seen" in message
+    manager = env.mailbox.manager
+    [meta] = manager.get_messages(MailboxPath.inbox("alice@example.com"))
+    alice = manager.messages.get_content(meta.message_id)
+    # Left: the entry's header (given back as dequeued) and Alice's message (her header, the body she
+    # took from the entry); the header rewritten on the way is gone.
+    assert alice.body_blob_id == mail.content.body_blob_id
+    assert {str(b) for b in blobs.list_blobs(blobs.default_bucket)} == {
+        mail.content.header_blob_id, alice.header_blob_id, alice.body_blob_id}

@@ -144,3 +144,17 @@ def test_with_a_content_store_entries_own_their_blobs_as_the_distributed_queue(d
     assert contents.read(second.mail.content) == RAW
     # header + body of: the dead-lettered entry's, and the third mail's source (its own holder's, not the queue's)
     assert len(list(blobs.list_blobs(blobs.default_bucket))) == (2 if deduplication else 4)
+
+
+def test_a_processed_entry_deletes_the_content_it_was_dequeued_with_as_the_distributed_queue():
+    contents = MimeMessageStore(MemoryBlobStore())
+    queue = MemoryMailQueueFactory(contents=contents).get("spool")
+    written = contents.save(RAW)
+    queue.enqueue(make_mail(content=written), hand_over=True)
+    item = queue.dequeue(timeout=0)
+    rewritten = contents.save(b"X-Rewritten: yes\r\n" + RAW)
+    item.mail.content = rewritten               # a mailet pointed the mail at new content
+    item.done(Outcome.SUCCESS)
+    blobs = contents.blobs
+    assert {str(b) for b in blobs.list_blobs(blobs.default_bucket)} == {rewritten.header_blob_id,
+                                                                        rewritten.body_blob_id}
