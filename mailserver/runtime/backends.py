@@ -6,7 +6,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
@@ -144,10 +144,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             domains = CachedDomainList(domains, ttl=settings.domain_cache_seconds)
         maintenance = CassandraMaintenanceStore(session)
         guard = MaintenanceGuard(maintenance)
-        probe_client: Any = make_client(S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0,
-                                                          max_attempts=1))
+        probe_config = S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0, max_attempts=1)
         mail_path = [checks.CassandraHealthCheck(session), checks.RabbitMQHealthCheck(amqp_url),
-                     checks.ObjectStorageHealthCheck(probe_client)]
+                     checks.ObjectStorageHealthCheck(make_client(probe_config), probe_config.default_bucket)]
         others: list[HealthCheck] = []
         if env.get("OPENSEARCH_URL"):
             others.append(checks.OpenSearchHealthCheck(env["OPENSEARCH_URL"]))

@@ -57,7 +57,7 @@ def backend_checks(stack, session, *, opensearch_url: str | None = None) -> list
     return [checks.CassandraHealthCheck(session),
             checks.OpenSearchHealthCheck(opensearch_url or stack.opensearch_url),
             checks.RabbitMQHealthCheck(stack.amqp_url),
-            checks.ObjectStorageHealthCheck(make_client(s3))]
+            checks.ObjectStorageHealthCheck(make_client(s3), s3.default_bucket)]
 
 
 def cassandra_context(session, stack, **kwargs) -> WebAdminContext:
