@@ -60,7 +60,7 @@ class DeliveryConfig:
     bounce_processor: str = "bounces"
     load_balancing: bool = True              # shuffle MX hosts of equal preference
     max_dns_problem_retries: int = 0         # a domain that does not exist bounces at once (James default)
-    poll_seconds: float = 1.0                # how long one dequeue waits before checking the stop flag
+    poll_seconds: float = 5.0                # one dequeue's wait between checks of the stop flag (stop() ends it)
     delays: list[timedelta] = field(init=False)
     retries: int = field(init=False)
 

@@ -40,6 +40,9 @@ from mailserver.repository.api import MailRepository
 
 LOG = logging.getLogger("mailserver.mailets.spooler")
 MAX_RETRIES = 5  # James's hard-coded limit
+# Seconds a worker waits for a mail before rechecking its stop flag; stop() interrupts the wait, so
+# this only sets how often an idle worker wakes (20 of them at 0.5 s cost 2 % of a core).
+POLL_TIMEOUT = 5.0
 
 
 def _error_count(mail: Mail) -> int:
@@ -51,7 +54,7 @@ def _error_count(mail: Mail) -> int:
 
 class MailSpooler:
     def __init__(self, container: MailetContainer, queue: MailQueue, error_repository: MailRepository, *,
-                 threads: int = 20, max_retries: int = MAX_RETRIES, poll_timeout: float = 0.5,
+                 threads: int = 20, max_retries: int = MAX_RETRIES, poll_timeout: float = POLL_TIMEOUT,
                  metrics: Metrics | None = None, give_back_pause: float = 1.0) -> None:
         if threads < 0:
             raise ValueError("threads must not be negative (0 disables the spooler)")
@@ -83,6 +86,7 @@ class MailSpooler:
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop taking mails and wait for the ones in progress; True when every worker ended."""
         self._stop.set()
+        self._interrupt_waits()
         deadline = time.monotonic() + timeout
         for worker in self._workers:
             worker.join(max(0.0, deadline - time.monotonic()))
@@ -91,6 +95,12 @@ class MailSpooler:
             LOG.warning("spooler workers still busy after %.0fs: %s", timeout, ", ".join(alive))
         self._workers = [w for w in self._workers if w.is_alive()]
         return not alive
+
+    def _interrupt_waits(self) -> None:
+        try:
+            self.queue.interrupt_waits()
+        except Exception:   # the workers still see the stop flag after their poll
+            LOG.warning("interrupting the waits on %s failed", self.queue.name, exc_info=True)
 
     def _run(self) -> None:
         try:
@@ -201,7 +211,7 @@ class MailSpooler:
             self.error_repository.store(mail)
 
 
-def spooler_for(container: MailetContainer, *, poll_timeout: float = 0.5,
+def spooler_for(container: MailetContainer, *, poll_timeout: float = POLL_TIMEOUT,
                 metrics: Metrics | None = None) -> MailSpooler:
     """A spooler configured by the ``spooler`` section of the container's configuration."""
     spec = container.spec.spooler if container.spec else None

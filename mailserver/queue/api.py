@@ -111,6 +111,11 @@ class MailQueue(ABC):
     def close(self) -> None:  # noqa: B027 - adapters holding connections override it
         """Release connections."""
 
+    def interrupt_waits(self) -> None:  # noqa: B027 - adapters whose dequeue blocks override it
+        """Every ``dequeue`` now waiting on this queue object returns None without waiting out its
+        timeout: a consumer told to stop leaves at once, so consumers can wait long between checks
+        of their stop flag (an idle server does not wake its threads to ask)."""
+
     def release(self) -> None:  # noqa: B027 - adapters whose consumers are pushed to override it
         """The calling thread stops consuming: a mail pushed to it and not yet taken goes back to the queue.
 

@@ -100,6 +100,7 @@ class MemoryMailQueue(MailQueue):
         self._removed: set[int] = set()     # in-flight entries removed by an admin: not requeued
         self._abandoned: deque[int] = deque()
         self._seq = itertools.count()
+        self._interrupts = 0   # bumped by interrupt_waits: a waiting dequeue seeing it change returns None
         self.dead_letters: list[Mail] = []
 
     # ------------------------------------------------------------------ port
@@ -117,6 +118,7 @@ class MemoryMailQueue(MailQueue):
     def dequeue(self, timeout: float | None = None) -> MemoryMailQueueItem | None:
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         with self._cond:
+            interrupts = self._interrupts
             while True:
                 self._drain_abandoned()
                 now = self._clock()
@@ -127,13 +129,18 @@ class MemoryMailQueue(MailQueue):
                     self._in_flight[entry.seq] = entry
                     return MemoryMailQueueItem(self, entry)
                 remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                if (remaining is not None and remaining <= 0) or self._interrupts != interrupts:
                     return None
                 # Wake up for a delay falling due (clock may be fake: poll at least every 50 ms).
                 wait = 0.05
                 if remaining is not None:
                     wait = min(wait, remaining)
                 self._cond.wait(wait)
+
+    def interrupt_waits(self) -> None:
+        with self._cond:
+            self._interrupts += 1
+            self._cond.notify_all()
 
     def browse(self) -> Iterator[QueueItemView]:
         now = self._clock()

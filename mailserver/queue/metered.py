@@ -68,6 +68,9 @@ class MeteredMailQueue(MailQueue):
     def close(self) -> None:
         self.inner.close()
 
+    def interrupt_waits(self) -> None:
+        self.inner.interrupt_waits()
+
     def release(self) -> None:
         self.inner.release()
 

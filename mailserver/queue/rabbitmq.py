@@ -89,9 +89,13 @@ SIZE_HEADER = "x-mail-size"
 ENQUEUED_TIME_HEADER = "x-enqueued-time"
 CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.StreamLostError)
 CHANNEL_ERRORS = (px.ChannelClosed, px.ChannelWrongStateError)
-_WAIT_MAX = 1.0   # seconds a dequeue without timeout blocks per round (then rechecks its link)
+_WAIT_MAX = 5.0   # seconds a dequeue without timeout blocks per round (then rechecks its link)
 
 T = TypeVar("T")
+
+
+def _nothing() -> None:
+    """Run on a consumer's thread by ``interrupt_waits``: its only effect is to end the wait."""
 
 
 def _epoch_ms(moment: datetime) -> int:
@@ -202,6 +206,7 @@ class DistributedMailQueue(MailQueue):
         self._local = threading.local()
         self._links: set[_Link] = set()
         self._lock = threading.Lock()
+        self._interrupts = 0   # bumped by interrupt_waits: a waiting dequeue seeing it change returns None
         self._declared_delays: set[int] = set()
 
     # ------------------------------------------------------------------ connections
@@ -382,6 +387,7 @@ class DistributedMailQueue(MailQueue):
 
     def _dequeue(self, timeout: float | None) -> DistributedMailQueueItem | None:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        interrupts = self._interrupts
         while True:
             link = self._link()
             self._drain_abandoned(link)
@@ -402,7 +408,7 @@ class DistributedMailQueue(MailQueue):
                     self._cancel_consumer(link)
                     return item
             remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if (remaining is not None and remaining <= 0) or self._interrupts != interrupts:
                 return None
             try:
                 # Blocks on the socket until the broker pushes a message (or the time is up): no polling.
@@ -410,6 +416,17 @@ class DistributedMailQueue(MailQueue):
                                                     else min(remaining, _WAIT_MAX))
             except CONNECTION_ERRORS:
                 self._forget(link)  # reconnect at the next round (MailQueueError if the broker is gone)
+
+    def interrupt_waits(self) -> None:
+        with self._lock:
+            self._interrupts += 1
+            links = list(self._links)
+        for link in links:
+            try:
+                # pika's one thread-safe call: the owner thread's process_data_events returns to run it.
+                link.connection.add_callback_threadsafe(_nothing)
+            except Exception:   # closed or closing: its thread is not waiting on it
+                log.debug("waking a consumer of %s failed", self.name, exc_info=True)
 
     def release(self) -> None:
         link: _Link | None = getattr(self._local, "link", None)

@@ -111,6 +111,32 @@ class MailQueueContract:
         assert queue.dequeue(timeout=SHORT) is None
         assert queue.dequeue(timeout=0) is None
 
+    def test_interrupt_waits_ends_every_waiting_dequeue_and_the_queue_still_serves(self, queue):
+        # The waits are far longer than the join: only the interrupt can end them in time.
+        results: list = []
+        started = threading.Barrier(3)
+
+        def wait_for_a_mail() -> None:
+            started.wait()
+            results.append(queue.dequeue(timeout=10 * WAIT))
+            queue.release()
+
+        waiters = [threading.Thread(target=wait_for_a_mail, daemon=True) for _ in range(2)]
+        for waiter in waiters:
+            waiter.start()
+        started.wait()
+        time.sleep(SHORT)   # both are waiting in dequeue by now
+        queue.interrupt_waits()
+        for waiter in waiters:
+            waiter.join(WAIT)
+        assert [w.is_alive() for w in waiters] == [False, False]
+        assert results == [None, None]
+        mail = make_mail()
+        queue.enqueue(mail)
+        item = queue.dequeue(timeout=WAIT)
+        assert item is not None and item.mail.name == mail.name
+        item.done(Outcome.SUCCESS)
+
     def test_retry_comes_back(self, queue):
         mail = make_mail()
         queue.enqueue(mail)

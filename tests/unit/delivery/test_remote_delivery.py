@@ -305,3 +305,10 @@ def test_worker_loop_delivers_and_stops_gracefully(queues, sink):
         assert len(sink.handler.messages) == 3
     finally:
         assert worker.stop(timeout=5)
+
+
+def test_stop_does_not_wait_out_an_idle_threads_poll(queues, sink):
+    # Threads wait an hour for a mail: stop() ends the wait instead of joining them after it.
+    worker = worker_for(queues, {"remote.test": [("mx", 10, sink.address)]}, poll_seconds=3600).start(threads=2)
+    time.sleep(0.2)   # both threads are waiting in dequeue
+    assert worker.stop(timeout=10)

@@ -124,6 +124,14 @@ def test_worker_threads_drain_the_spool_and_stop_gracefully(env: Env):
     assert env.spool.size() == 0 and spooler.in_flight == 0
 
 
+def test_stop_does_not_wait_out_an_idle_workers_poll(env: Env):
+    # Workers wait an hour for a mail: stop() ends the wait instead of joining them after it.
+    spooler = spooler_of(env, threads=3, poll_timeout=3600)
+    spooler.start()
+    time.sleep(0.2)   # every worker is waiting in dequeue
+    assert spooler.stop(timeout=10)
+
+
 def test_spooler_configured_from_the_shipped_yaml(env: Env):
     spooler = spooler_for(container_of(env))
     assert spooler.threads == 20 and spooler.max_retries == 5
