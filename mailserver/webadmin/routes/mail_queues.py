@@ -124,7 +124,7 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
         if not raw:
             raise bad_request("'olderThan' is mandatory")
         try:
-            older_than = datetime.now(UTC) - params.parse_duration(raw, "days")
+            older_than = params.ago(raw, "days", datetime.now(UTC))
         except ValueError as exc:
             raise bad_request(str(exc)) from exc
         return submitted(tasks.submit(RepublishNotProcessedMailsTask(queues, name, older_than)))

@@ -257,7 +257,7 @@ def _criteria(query: Any) -> list[Callable[[Mail], bool]]:
     for name, newer in (("updatedBefore", False), ("updatedAfter", True)):
         if (raw := query.get(name)) is not None:
             try:
-                bound = now - params.parse_duration(raw, "days")
+                bound = params.ago(raw, "days", now)
             except ValueError as exc:
                 raise bad_request(str(exc), f"Invalid '{name}' parameter") from exc
             criteria.append(lambda m, b=bound, n=newer: m.last_updated is not None

@@ -7,7 +7,7 @@ and scripts matching on ``message``/``details`` keep working.
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from mailserver.webadmin.errors import WebAdminError, bad_request
 
@@ -34,7 +34,20 @@ def parse_duration(raw: str, default_unit: str) -> timedelta:
     amount, unit = int(match.group(1)), match.group(2).lower() or default_unit
     if unit not in _SECONDS:
         raise ValueError(f"Unknown unit: {match.group(2)}")
-    return timedelta(seconds=amount * _SECONDS[unit])
+    try:
+        return timedelta(seconds=amount * _SECONDS[unit])
+    except OverflowError:   # more than 999,999,999 days: no instant is that far from another
+        raise ValueError(f"Duration too large: {raw.strip()}") from None
+
+
+def ago(raw: str, default_unit: str, now: datetime) -> datetime:
+    """``now`` minus the duration ``raw`` (``olderThan``, ``updatedBefore`` ...). ValueError for a
+    bad duration or one reaching back before year 1, where dates end."""
+    duration = parse_duration(raw, default_unit)
+    try:
+        return now - duration
+    except OverflowError:
+        raise ValueError(f"Duration too large: {raw.strip()}") from None
 
 
 def positive_int(raw: str | None, name: str) -> int | None:

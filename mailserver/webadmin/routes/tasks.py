@@ -91,10 +91,10 @@ def router(tasks: TaskManager) -> APIRouter:
         if not olderThan:
             raise bad_request("missing or invalid `olderThan` parameter")
         try:
-            duration = params.parse_duration(olderThan.strip(), "seconds")
+            cut_off = params.ago(olderThan.strip(), "seconds", utc_now())
         except ValueError as exc:
             raise bad_request(f"missing or invalid `olderThan` parameter: {exc}") from exc
-        return submitted(tasks.submit(TasksCleanupTask(tasks.store, utc_now() - duration)))
+        return submitted(tasks.submit(TasksCleanupTask(tasks.store, cut_off)))
 
     @api.delete("/tasks/{task_id}", status_code=NO_CONTENT, summary="Cancel a task (204 even if unknown)")
     def cancel_task(task_id: str) -> Response:

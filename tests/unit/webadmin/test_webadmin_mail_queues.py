@@ -150,6 +150,7 @@ def test_republish_is_a_task(client, spool):
      "[RepublishNotProcessedMails, updateBrowseStart]"),
     ("action=RepublishNotProcessedMails", 400, "'olderThan' is mandatory"),
     ("action=RepublishNotProcessedMails&olderThan=soon", 400, "The supplied String is not a supported format soon"),
+    (f"action=RepublishNotProcessedMails&olderThan={'9' * 30}", 400, f"Duration too large: {'9' * 30}"),
 ])
 def test_republish_errors(client, spool, query, status, details):
     body = error(client.post(f"/mailQueues/spool?{query}"))

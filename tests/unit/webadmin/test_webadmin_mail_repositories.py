@@ -225,3 +225,5 @@ def test_browse_filters(client, ctx):
     assert keys(sender="*@two.tld", updatedBefore="2d") == []
     body = error(client.get(f"/mailRepositories/{ERROR}/mails", params={"updatedBefore": "later"}))
     assert (body["statusCode"], body["message"]) == (400, "Invalid 'updatedBefore' parameter")
+    body = error(client.get(f"/mailRepositories/{ERROR}/mails", params={"updatedAfter": "9" * 30}))
+    assert (body["statusCode"], body["message"]) == (400, "Invalid 'updatedAfter' parameter")

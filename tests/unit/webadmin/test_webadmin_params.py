@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -35,6 +35,23 @@ def test_invalid_durations(raw, message):
     with pytest.raises(ValueError) as caught:
         params.parse_duration(raw, "seconds")
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("raw", ["999999999999999999999999999999", "99999999999999999999 years"])
+def test_a_duration_past_any_date_is_invalid_not_an_overflow(raw):
+    # Found by the WebAdmin fuzz run: DELETE /tasks?olderThan=<30 nines> answered 500 (OverflowError).
+    with pytest.raises(ValueError, match="Duration too large"):
+        params.parse_duration(raw, "seconds")
+    with pytest.raises(ValueError, match="Duration too large"):
+        params.ago(raw, "seconds", datetime.now(UTC))
+
+
+def test_ago_reaching_before_year_one_is_invalid():
+    # A valid timedelta (999,999,999 days at most) can still lead before the first date.
+    with pytest.raises(ValueError, match="Duration too large: 5000 years"):
+        params.ago("5000 years", "days", datetime.now(UTC))
+    now = datetime.now(UTC)
+    assert params.ago("2d", "seconds", now) == now - timedelta(days=2)
 
 
 def test_positive_integers():
