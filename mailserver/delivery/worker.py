@@ -79,10 +79,7 @@ class RemoteDeliveryWorker:
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop taking mails; the ones in flight finish. True when every thread ended in time."""
         self._stop.set()
-        try:
-            self.outgoing.interrupt_waits()
-        except Exception:   # the threads still see the stop flag after their poll
-            log.warning("interrupting the waits on %s failed", self.outgoing.name, exc_info=True)
+        self.outgoing.interrupt_waits()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))

@@ -86,7 +86,7 @@ class MailSpooler:
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop taking mails and wait for the ones in progress; True when every worker ended."""
         self._stop.set()
-        self._interrupt_waits()
+        self.queue.interrupt_waits()
         deadline = time.monotonic() + timeout
         for worker in self._workers:
             worker.join(max(0.0, deadline - time.monotonic()))
@@ -95,12 +95,6 @@ class MailSpooler:
             LOG.warning("spooler workers still busy after %.0fs: %s", timeout, ", ".join(alive))
         self._workers = [w for w in self._workers if w.is_alive()]
         return not alive
-
-    def _interrupt_waits(self) -> None:
-        try:
-            self.queue.interrupt_waits()
-        except Exception:   # the workers still see the stop flag after their poll
-            LOG.warning("interrupting the waits on %s failed", self.queue.name, exc_info=True)
 
     def _run(self) -> None:
         try:

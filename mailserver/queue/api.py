@@ -114,7 +114,8 @@ class MailQueue(ABC):
     def interrupt_waits(self) -> None:  # noqa: B027 - adapters whose dequeue blocks override it
         """Every ``dequeue`` now waiting on this queue object returns None without waiting out its
         timeout: a consumer told to stop leaves at once, so consumers can wait long between checks
-        of their stop flag (an idle server does not wake its threads to ask)."""
+        of their stop flag (an idle server does not wake its threads to ask). Never raises: a wait
+        it cannot end still ends at its timeout."""
 
     def release(self) -> None:  # noqa: B027 - adapters whose consumers are pushed to override it
         """The calling thread stops consuming: a mail pushed to it and not yet taken goes back to the queue.
