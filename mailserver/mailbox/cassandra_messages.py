@@ -27,6 +27,7 @@ METADATA_COLUMNS = ["threadId", "modSeq", *FLAG_COLUMNS.values(), "flagUser", "u
 LWT_RETRIES = 100
 COUNT = "UPDATE mailboxCounters SET count = count + ?, unseen = unseen + ? WHERE mailboxId = ?"
 LAST_ALLOCATED_KEPT = 10_000   # mailboxes whose last uid/modseq this process remembers
+ALLOCATION_STRIPES = 64        # in-process locks that queue the allocations of one mailbox
 
 
 def metadata_values(m: MessageMetadata) -> list:
@@ -50,6 +51,7 @@ class CassandraMessageStore(MessageStore):
         self.s = session
         self._last_allocated: OrderedDict[tuple[str, object], int] = OrderedDict()
         self._allocated_lock = threading.Lock()
+        self._allocation_stripes = [threading.Lock() for _ in range(ALLOCATION_STRIPES)]
         cols = ", ".join(METADATA_COLUMNS)
         marks = ", ".join("?" for _ in METADATA_COLUMNS)
         self._insert_imap_uid = (f"INSERT INTO imapUidTable (messageId, mailboxId, uid, {cols}) "
@@ -65,8 +67,18 @@ class CassandraMessageStore(MessageStore):
     def _allocate(self, table: str, column: str, mailbox_id: MailboxId, count: int) -> int:
         """Compare-and-set from the value this process saw last: one Paxos round per allocation
         when nobody else allocated in between (James reads at SERIAL first: two rounds). A CAS
-        that loses returns the current value, which the next attempt starts from."""
+        that loses returns the current value, which the next attempt starts from.
+
+        The threads of this process take turns per mailbox: left to race, N concurrent appends to
+        one mailbox lose about N/2 rounds each (measured: 5 CAS attempts per uid at 16 SMTP sessions to
+        one INBOX), and every lost round is Paxos work for Cassandra. Other processes still race;
+        the CAS keeps them correct."""
         key = (table, mailbox_id.value)
+        with self._allocation_stripes[hash(key) % ALLOCATION_STRIPES]:
+            return self._allocate_in_turn(key, table, column, mailbox_id, count)
+
+    def _allocate_in_turn(self, key: tuple[str, object], table: str, column: str, mailbox_id: MailboxId,
+                          count: int) -> int:
         current = self._last_allocated.get(key)
         for _ in range(LWT_RETRIES):
             if current is None:
