@@ -102,6 +102,13 @@ class IsolatedVhost:
                 raise
 
 
+PORT_SETTINGS = ("MAILSERVER_SMTP_PORT", "MAILSERVER_WEBADMIN_PORT", "MAILSERVER_IMAP_PORT")
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind a port ``free_port`` had found free."""
+
+
 class ServerProcess:
     """``mailserver serve`` as a child process (for SIGKILL tests)."""
 
@@ -118,14 +125,34 @@ class ServerProcess:
     def webadmin_url(self) -> str:
         return f"http://127.0.0.1:{self.env['MAILSERVER_WEBADMIN_PORT']}"
 
-    def start(self, timeout: float = 120.0) -> ServerProcess:
+    def start(self, timeout: float = 120.0, attempts: int = 3) -> ServerProcess:
+        """Start and wait until ready. A port taken between ``free_port`` and the server's bind (an
+        outgoing connection can be given the same ephemeral port) is picked again, not a failure."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(timeout)
+            except PortTaken:
+                if attempt == attempts:
+                    raise
+                for key in PORT_SETTINGS:
+                    if key in self.env:
+                        self.env[key] = str(free_port())
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> ServerProcess:
         log = self.log_path.open("ab")
+        written_before = log.tell()
         self.process = subprocess.Popen([sys.executable, "-m", "mailserver.cli", "serve"], env=self.env,
                                         stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"mailserver exited with {self.process.returncode}:\n{self.tail()}")
+                failure = f"mailserver exited with {self.process.returncode}:\n{self.tail()}"
+                with self.log_path.open("rb") as written:
+                    written.seek(written_before)
+                    if b"address already in use" in written.read():
+                        raise PortTaken(failure)
+                raise RuntimeError(failure)
             if self.ready():
                 return self
             time.sleep(0.3)
