@@ -10,6 +10,9 @@ AMQP_URL, ... when set), never touching the shared server:
    an S3 bucket, and a ``mailserver serve`` child process (every role, the shipped
    mailetcontainer.yaml, JSON logs) on free loopback ports; the domain ``--domain`` and the user
    ``intake@`` are created through its WebAdmin, then ``--warmup`` mails are delivered unmeasured.
+   ``--apart ROLES`` (repeatable) runs those roles in a ``mailserver serve`` process of their own
+   instead (with a WebAdmin of its own, to know when it is up), as nodes of a cluster would; the
+   first process keeps every other role.
 3. For each concurrency (smtp-source ``-s``): smtp-source against a fresh smtp-sink (the
    protocol ceiling), then smtp-source against the server, ``-m`` mails to ``intake@``, each of
    ``-l`` bytes; then wait until every accepted mail is in the INBOX (or ``--drain-timeout``
@@ -32,7 +35,7 @@ Figures, per load (a load ends when its last mail is in the INBOX):
 * **lost** = mails the server accepted (log) that are not in the INBOX after the drain; mails
   found twice, log records of problems (WARNING and above), and non-empty mail repositories are
   listed under the table.
-* **CPU per mail**: CPU time (``/proc``) of the server process, Cassandra, S3Proxy, RabbitMQ,
+* **CPU per mail**: CPU time (``/proc``) of the server processes, Cassandra, S3Proxy, RabbitMQ,
   OpenSearch, smtp-source, and the rest of the machine (other work sharing it), over the load and
   its drain, divided by the mails accepted.
 * **Cassandra requests per mail**, per table, from the node's own counters (``CqlMeter``), with the
@@ -225,13 +228,13 @@ def _machine_cpu() -> tuple[float, float]:
 class CpuMeter:
     """CPU seconds spent by each party between ``start()`` and ``stop()``."""
 
-    def __init__(self, server_pid: int) -> None:
-        self.server_pid = server_pid
+    def __init__(self, server_pids: Sequence[int]) -> None:
+        self.server_pids = list(server_pids)
         self.pids = _service_pids()
 
     def _snapshot(self) -> dict[str, float]:
         snap = {name: sum(_proc_cpu(p) for p in pids) for name, pids in self.pids.items()}
-        snap["mailserver"] = _proc_cpu(self.server_pid)
+        snap["mailserver"] = sum(_proc_cpu(p) for p in self.server_pids)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)   # smtp-source (and smtp-sink), once reaped
         snap["smtp-source"] = children.ru_utime + children.ru_stime
         me = resource.getrusage(resource.RUSAGE_SELF)
@@ -323,7 +326,9 @@ class World:
     tag: str
     workdir: Path
     keep_log: bool
+    apart: Sequence[Sequence[str]] = ()
     exits: ExitStack = field(default_factory=ExitStack)
+    pids: list[int] = field(default_factory=list)
 
     def open(self, domain: str, user: str) -> World:
         from include.stack.endpoints import Endpoints
@@ -333,7 +338,15 @@ class World:
         from mailserver.cassandra.session import CassandraSession
         from mailserver.cassandra.versions import initialize_schema
         from mailserver.mailets.config import DEFAULT_FILE
-        from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, ServerProcess, server_env
+        from mailserver.runtime.settings import ROLES
+        from tests.support.mailserver_process import (
+            WEBADMIN_PASSWORD,
+            IsolatedVhost,
+            ServerProcess,
+            WebAdminProcess,
+            free_port,
+            server_env,
+        )
 
         stack = Endpoints.from_env() or Endpoints.from_settings(StackSettings())
         self.keyspace, self.bucket = f"bench_intake_{self.tag}", f"bench-intake-{self.tag}"
@@ -347,16 +360,24 @@ class World:
                          MAILSERVER_HEALTH_INTERVAL_MS="2000")   # the default, not the tests' 500 ms
         self.blobs = S3BlobStore(S3Config.from_env(env))
         self.exits.callback(self._delete_bucket)
-        self.log_path = self.workdir / "mailserver.log"
-        self.server = ServerProcess(env, self.log_path)
-        self.exits.callback(self.server.terminate)
-        try:
-            self.server.start()
-        except RuntimeError as exc:   # exited or silent: its log says why
-            self.keep_log = True
-            raise BenchError(f"the mail server did not start (log {self.log_path}): {exc}") from exc
-        assert self.server.process is not None
-        self.pid = self.server.process.pid
+        self.log_path = self.workdir / "mailserver.log"   # every process appends its lines to it
+        # The processes apart start first, so their listener groups are bound before any event.
+        nodes = [WebAdminProcess({**env, "MAILSERVER_ROLES": ",".join([*roles, "webadmin"]),
+                                  "MAILSERVER_NODE_NAME": f"bench-apart-{i}",
+                                  "MAILSERVER_WEBADMIN_PORT": str(free_port())}, self.log_path)
+                 for i, roles in enumerate(self.apart, 1)]
+        moved = {role for roles in self.apart for role in roles}
+        self.server = ServerProcess({**env, "MAILSERVER_ROLES": ",".join(r for r in ROLES if r not in moved)},
+                                    self.log_path)
+        for node in [*nodes, self.server]:
+            self.exits.callback(node.terminate)
+            try:
+                node.start()
+            except RuntimeError as exc:   # exited or silent: its log says why
+                self.keep_log = True
+                raise BenchError(f"the mail server did not start (log {self.log_path}): {exc}") from exc
+            assert node.process is not None
+            self.pids.append(node.process.pid)
         self.smtp_port = self.server.smtp_port
         self.webadmin = WebAdmin(self.server.webadmin_url, WEBADMIN_PASSWORD)
         self.webadmin.call("PUT", f"/domains/{quote(domain)}")
@@ -519,7 +540,7 @@ def drain(world: World, inbox: Any, target: int, args: argparse.Namespace) -> bo
 def server_row(world: World, source: str, level: int, args: argparse.Namespace) -> Row:
     inbox = world.inbox_id()
     base_count, base_uid, log_start = world.inbox_count(inbox), world.last_uid(inbox), world.log.offset()
-    meter, cql = CpuMeter(world.pid), CqlMeter(world.session.session, world.keyspace)
+    meter, cql = CpuMeter(world.pids), CqlMeter(world.session.session, world.keyspace)
     meter.start()
     cql.start()
     load = run_smtp_source(source, world.smtp_port, sessions=level, messages=args.messages, size=args.size,
@@ -635,6 +656,13 @@ def git_commit() -> str:
     return commit + (" + uncommitted changes" if git("status", "--porcelain") else "")
 
 
+def processes(apart: Sequence[Sequence[str]]) -> str:
+    if not apart:
+        return "every role in one process"
+    return ("every role, in " + str(len(apart) + 1) + " processes: "
+            + "; ".join(f"`{','.join(roles)}` apart" for roles in apart) + "; the rest together")
+
+
 def heading(started: datetime) -> str:
     return f"### SMTP intake ({started:%Y-%m-%d %H:%M} UTC, {platform.node() or 'host'}, {os.cpu_count()} cores)"
 
@@ -648,8 +676,8 @@ def report(rows: list[Row], args: argparse.Namespace, version: str, argv: Sequen
         heading(started), "",
         f"`bench/smtp_intake.py {shlex.join(argv)}` at commit {git_commit()}, {started:%a %d %b %Y %H:%M} UTC. "
         f"Postfix {version} smtp-source (HELO, {sessions}, {args.size:,}-byte bodies) against a bare smtp-sink"
-        + ("" if args.sink_only else " and against a `mailserver serve` of its own (every role, shipped "
-           "mailetcontainer.yaml, JSON logs, own keyspace/vhost/bucket on the shared local stack)")
+        + ("" if args.sink_only else " and against a `mailserver serve` of its own (" + processes(args.apart)
+           + ", shipped mailetcontainer.yaml, JSON logs, own keyspace/vhost/bucket on the shared local stack)")
         + f". Machine: {machine()}; load average "
         f"{load_before[0]:.1f} / {load_before[1]:.1f} / {load_before[2]:.1f} (1/5/15 min) at the start, "
         f"{load_after[0]:.1f} / {load_after[1]:.1f} / {load_after[2]:.1f} at the end. {args.context}".rstrip(),
@@ -709,6 +737,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="stop waiting for deliveries after this many seconds without progress")
     parser.add_argument("--load-timeout", type=float, default=3600.0, help="kill smtp-source after this long")
     parser.add_argument("--sink-only", action="store_true", help="only the smtp-sink ceiling (no server)")
+    parser.add_argument("--apart", action="append", default=[], metavar="ROLES",
+                        help="run these roles (comma list, e.g. listeners) in a server process of their own")
     parser.add_argument("--keep-log", action="store_true", help="keep the server's log (always kept on lost mail)")
     parser.add_argument("--context", default="", help="a sentence on the machine's other work, for the record")
     parser.add_argument("--write", action="store_true", help="add the section to docs/benchmarks.md")
@@ -719,6 +749,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         parser.error(f"--concurrency: integers separated by commas, not {args.concurrency!r}")
     if not args.levels or min(args.levels) < 1:
         parser.error("--concurrency: at least one level, each >= 1")
+    from mailserver.runtime.settings import ROLES
+
+    args.apart = [[r.strip() for r in spec.split(",") if r.strip()] for spec in args.apart]
+    for roles in args.apart:
+        unknown = [r for r in roles if r not in ROLES]
+        if not roles or unknown or {"smtp", "webadmin"} & set(roles):
+            parser.error(f"--apart: a comma list of {', '.join(r for r in ROLES if r not in ('smtp', 'webadmin'))} "
+                         f"(smtp and webadmin stay in the first process), not {','.join(roles)!r}")
     return args
 
 
@@ -733,7 +771,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         source, sink, version = postfix_tools()
         if not args.sink_only:
             tag = secrets.token_hex(4)
-            world = World(tag, Path(tempfile.mkdtemp(prefix=f"smtp-intake-{tag}-")), args.keep_log)
+            world = World(tag, Path(tempfile.mkdtemp(prefix=f"smtp-intake-{tag}-")), args.keep_log, args.apart)
             print(f"smtp_intake: starting a mail server on keyspace bench_intake_{tag}", file=sys.stderr)
             world.open(args.domain, args.user)
             warm_up(world, source, args)

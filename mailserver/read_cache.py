@@ -26,14 +26,16 @@ class ReadThroughCache(Generic[K, V]):
         self._entries: TTLCache[K, V] = TTLCache(maxsize=max_entries, ttl=ttl, timer=clock)
         self._lock = threading.Lock()
 
-    def get(self, key: K, load: Callable[[K], V]) -> V:
+    def get(self, key: K, load: Callable[[K], V], *, keep: Callable[[V], bool] | None = None) -> V:
+        """The cached value, else ``load(key)``, cached unless ``keep`` says otherwise."""
         with self._lock:
             known = self._entries.get(key)
         if known is not None:
             return known
         value = load(key)
-        with self._lock:
-            self._entries[key] = value
+        if keep is None or keep(value):
+            with self._lock:
+                self._entries[key] = value
         return value
 
     def forget(self, key: K) -> None:

@@ -113,6 +113,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.queue.rabbitmq import DistributedMailQueueFactory
     from mailserver.repository.cassandra import CassandraMailRepositoryStore
     from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
+    from mailserver.users.cached import CachedUsersRepository
     from mailserver.users.cassandra import CassandraUsersRepository
     from mailserver.vault.cassandra import cassandra_vault
     from mailserver.vault.wiring import install_vault
@@ -142,6 +143,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         domains: DomainList = CassandraDomainList(session)
         if settings.domain_cache_seconds > 0:   # asked several times per mail, changed a few times a year
             domains = CachedDomainList(domains, ttl=settings.domain_cache_seconds)
+        users: UsersRepository = CassandraUsersRepository(session, domains)
+        if settings.users_cache_seconds > 0:   # asked three times per mail
+            users = CachedUsersRepository(users, ttl=settings.users_cache_seconds)
         maintenance = CassandraMaintenanceStore(session)
         guard = MaintenanceGuard(maintenance)
         probe_config = S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0, max_attempts=1)
@@ -171,7 +175,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             others.append(EventBusGroupsHealthCheck(registered, required_groups.current))
         return Backends(
             session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,
-            users=CassandraUsersRepository(session, domains),
+            users=users,
             rrt=CassandraRecipientRewriteTable(session, domains),
             mailbox=mailbox,
             repositories=CassandraMailRepositoryStore(session, contents),

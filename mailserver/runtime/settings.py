@@ -149,6 +149,8 @@ class ServeSettings:
     domain_cache_seconds: float = 10.0
     # Quota limits read per mail; 0 disables (mailbox/cached_quota.py). James has no such cache.
     quota_limits_cache_seconds: float = 10.0
+    # Which users exist, read three times per mail; 0 disables (users/cached.py). James has no such cache.
+    users_cache_seconds: float = 10.0
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -219,6 +221,7 @@ class ServeSettings:
             blob=blob_config(env),
             domain_cache_seconds=read.non_negative("MAILSERVER_DOMAINLIST_READ_CACHE_MS", 10_000) / 1000,
             quota_limits_cache_seconds=read.non_negative("MAILSERVER_QUOTA_LIMITS_READ_CACHE_MS", 10_000) / 1000,
+            users_cache_seconds=read.non_negative("MAILSERVER_USERS_READ_CACHE_MS", 10_000) / 1000,
         )
 
 
