@@ -112,6 +112,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.queue.metered import MeteredMailQueueFactory
     from mailserver.queue.rabbitmq import DistributedMailQueueFactory
     from mailserver.repository.cassandra import CassandraMailRepositoryStore
+    from mailserver.rrt.cached import CachedRecipientRewriteTable
     from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
     from mailserver.users.cached import CachedUsersRepository
     from mailserver.users.cassandra import CassandraUsersRepository
@@ -146,6 +147,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         users: UsersRepository = CassandraUsersRepository(session, domains)
         if settings.users_cache_seconds > 0:   # asked three times per mail
             users = CachedUsersRepository(users, ttl=settings.users_cache_seconds)
+        rrt: RecipientRewriteTable = CassandraRecipientRewriteTable(session, domains)
+        if settings.rrt_cache_seconds > 0:   # every recipient resolved at RCPT and again by the mailet
+            rrt = CachedRecipientRewriteTable(rrt, ttl=settings.rrt_cache_seconds)
         maintenance = CassandraMaintenanceStore(session)
         guard = MaintenanceGuard(maintenance)
         probe_config = S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0, max_attempts=1)
@@ -176,7 +180,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         return Backends(
             session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,
             users=users,
-            rrt=CassandraRecipientRewriteTable(session, domains),
+            rrt=rrt,
             mailbox=mailbox,
             repositories=CassandraMailRepositoryStore(session, contents),
             maintenance=maintenance, guard=guard, metrics=metrics,

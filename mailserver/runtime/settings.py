@@ -151,6 +151,8 @@ class ServeSettings:
     quota_limits_cache_seconds: float = 10.0
     # Which users exist, read three times per mail; 0 disables (users/cached.py). James has no such cache.
     users_cache_seconds: float = 10.0
+    # Recipient rewrite mappings, two reads per recipient; 0 disables (rrt/cached.py). James has no such cache.
+    rrt_cache_seconds: float = 10.0
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -222,6 +224,7 @@ class ServeSettings:
             domain_cache_seconds=read.non_negative("MAILSERVER_DOMAINLIST_READ_CACHE_MS", 10_000) / 1000,
             quota_limits_cache_seconds=read.non_negative("MAILSERVER_QUOTA_LIMITS_READ_CACHE_MS", 10_000) / 1000,
             users_cache_seconds=read.non_negative("MAILSERVER_USERS_READ_CACHE_MS", 10_000) / 1000,
+            rrt_cache_seconds=read.non_negative("MAILSERVER_RRT_READ_CACHE_MS", 10_000) / 1000,
         )
 
 
