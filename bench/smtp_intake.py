@@ -552,6 +552,10 @@ def server_row(world: World, source: str, level: int, args: argparse.Namespace) 
     if complete and len(log.accepted) > load.accepted:   # the server accepted mails smtp-source did not count
         complete = drain(world, inbox, base_count + len(log.accepted), args)
         log = world.log.read(log_start)
+    settled = time.monotonic() + 5.0   # LocalDelivery logs `delivered to` just after the INBOX write
+    while complete and len(log.delivered) < len(log.accepted) and time.monotonic() < settled:
+        time.sleep(0.2)
+        log = world.log.read(log_start)
     cpu, requests = meter.stop(), cql.stop()
     row = Row("mailserver", level, load, loadavg=os.getloadavg()[0], cpu=cpu)
     if load.error:
