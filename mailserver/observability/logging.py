@@ -99,8 +99,9 @@ def parse_levels(spec: str) -> dict[str, int]:
     return levels
 
 # pika logs every connection open and close at INFO (the RabbitMQ health probe opens one every
-# few seconds); the Cassandra driver warns about protocol negotiation at every connect.
-QUIET_DRIVERS = "pika=WARNING,cassandra=WARNING,botocore=WARNING,urllib3=WARNING"
+# few seconds); the Cassandra driver warns about protocol negotiation at every connect;
+# opensearch-py logs every request at INFO (a bulk per indexed mail, every health probe).
+QUIET_DRIVERS = "pika=WARNING,cassandra=WARNING,botocore=WARNING,urllib3=WARNING,opensearch=WARNING"
 
 
 def configure(*, fmt: str | None = None, levels: str | None = None, stream: Any = None,

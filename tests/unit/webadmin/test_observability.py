@@ -47,6 +47,8 @@ def test_two_apps_in_one_process_do_not_clash():
 def captured():
     stream = io.StringIO()
     handlers = []
+    search_level = logging.getLogger("opensearch").level
+    logging.getLogger("opensearch").setLevel(logging.NOTSET)   # as in a fresh server process
 
     def install(fmt: str, levels: str = "") -> io.StringIO:
         handlers.append(configure(fmt=fmt, levels=levels, stream=stream, env={}))
@@ -58,6 +60,7 @@ def captured():
         root.removeHandler(h)
     logging.getLogger("mailserver.test.smtp").setLevel(logging.NOTSET)
     logging.getLogger("mailserver.test").setLevel(logging.NOTSET)
+    logging.getLogger("opensearch").setLevel(search_level)
 
 
 def test_json_lines_carry_mdc_fields(captured):
@@ -80,6 +83,21 @@ def test_console_mode_and_levels_per_logger(captured):
     out = stream.getvalue()
     assert "hidden" not in out
     assert "shown" in out and "taskId=t-1" in out
+
+
+def test_a_search_request_is_not_logged_unless_asked_for(captured):
+    from opensearchpy.connection import Urllib3HttpConnection
+
+    connection = Urllib3HttpConnection(host="127.0.0.1", port=9200)
+    stream = captured("json")
+    connection.log_request_success("POST", "http://127.0.0.1:9200/_bulk", "/_bulk", b"{}", 200, "{}", 0.004)
+    connection.log_request_fail("POST", "http://127.0.0.1:9200/_bulk", "/_bulk", b"{}", 0.004, 503, "{}")
+    quiet = [json.loads(line)["level"] for line in stream.getvalue().splitlines()]
+    assert quiet == ["WARNING"]   # the failure only
+
+    stream = captured("json", "opensearch=INFO")
+    connection.log_request_success("POST", "http://127.0.0.1:9200/_bulk", "/_bulk", b"{}", 200, "{}", 0.004)
+    assert "POST http://127.0.0.1:9200/_bulk" in stream.getvalue().splitlines()[-1]
 
 
 def test_parse_levels():
