@@ -388,6 +388,12 @@ class World:
         self.log = ServerLog(self.log_path)
         return self
 
+    @property
+    def pid(self) -> int:
+        """The process running SMTP (every role unless ``apart`` moved some)."""
+        assert self.server.process is not None
+        return self.server.process.pid
+
     def close(self) -> None:
         self.exits.close()
         if not self.keep_log:
