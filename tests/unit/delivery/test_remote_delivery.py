@@ -32,18 +32,11 @@ from mailserver.model.mail import (
 from mailserver.queue.api import OUTGOING, SPOOL, MailQueueError, Outcome
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import MemoryMailQueueFactory
+from tests.support.clock import ManualClock
 from tests.unit.delivery.delivery_helpers import Sink
 from tests.unit.smtp.smtp_helpers import self_signed
 
 BODY = b"From: alice@local.test\r\nTo: carol@remote.test\r\nSubject: out\r\n\r\nHello Carol.\r\n"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -54,7 +47,7 @@ def sink():
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ManualClock(1_000_000.0)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from mailserver.mailbox.memory import MemoryQuotaStore
 from mailserver.model.address import Username
 from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot, QuotaUsage
 from tests.contract.quota_store_contract import QuotaStoreContract
+from tests.support.clock import ManualClock
 
 
 class TestCachedLimitsQuotaStore(QuotaStoreContract):
@@ -17,19 +18,11 @@ class TestCachedLimitsQuotaStore(QuotaStoreContract):
         return CachedLimitsQuotaStore(MemoryQuotaStore())
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 ROOT = QuotaRoot.for_user(Username.of("bob@cache-quota.test"))
 
 
 def test_another_nodes_limit_change_is_hidden_for_the_time_to_live_only():
-    shared, clock = MemoryQuotaStore(), Clock()      # the table every node reads
+    shared, clock = MemoryQuotaStore(), ManualClock()      # the table every node reads
     cached = CachedLimitsQuotaStore(shared, ttl=10, clock=clock)
     assert cached.limits(ROOT) == QuotaLimits()
     shared.set_user_limits(ROOT, QuotaLimits(5, 500))   # set through another node

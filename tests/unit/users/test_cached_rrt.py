@@ -10,6 +10,7 @@ from mailserver.rrt.mapping import Mapping, MappingSource
 from mailserver.rrt.memory import MemoryRecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings, SettingsError
 from tests.contract.rrt_contract import RecipientRewriteTableContract
+from tests.support.clock import ManualClock
 
 
 class TestCachedRecipientRewriteTable(RecipientRewriteTableContract):
@@ -20,14 +21,6 @@ class TestCachedRecipientRewriteTable(RecipientRewriteTableContract):
     @pytest.fixture
     def rrt(self, domain_list):
         return CachedRecipientRewriteTable(MemoryRecipientRewriteTable(domain_list))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class CountingReads(MemoryRecipientRewriteTable):
@@ -51,7 +44,7 @@ SALES = MappingSource.of("sales", "d.test")
 
 def test_an_answer_empty_or_not_is_read_once_per_time_to_live(shared):
     shared.add_alias("sales@d.test", "bob@d.test")
-    clock = Clock()
+    clock = ManualClock()
     cached = CachedRecipientRewriteTable(shared, ttl=10, clock=clock)
     shared.reads.clear()
 
@@ -65,7 +58,7 @@ def test_an_answer_empty_or_not_is_read_once_per_time_to_live(shared):
 
 
 def test_another_nodes_change_applies_within_the_time_to_live(shared):
-    clock = Clock()
+    clock = ManualClock()
     cached = CachedRecipientRewriteTable(shared, ttl=10, clock=clock)
     assert cached.get_stored_mappings(SALES) == []
     shared.add_alias("sales@d.test", "bob@d.test")      # through another node
@@ -76,7 +69,7 @@ def test_another_nodes_change_applies_within_the_time_to_live(shared):
 
 
 def test_changes_made_through_the_cache_apply_at_once(shared):
-    cached = CachedRecipientRewriteTable(shared, ttl=3600, clock=Clock())
+    cached = CachedRecipientRewriteTable(shared, ttl=3600, clock=ManualClock())
     assert cached.get_stored_mappings(SALES) == []
     cached.add_alias("sales@d.test", "bob@d.test")
     assert cached.get_stored_mappings(SALES) == [Mapping.alias("bob@d.test")]
@@ -86,7 +79,7 @@ def test_changes_made_through_the_cache_apply_at_once(shared):
 
 def test_a_cached_answer_cannot_be_changed_by_its_caller(shared):
     shared.add_alias("sales@d.test", "bob@d.test")
-    cached = CachedRecipientRewriteTable(shared, ttl=3600, clock=Clock())
+    cached = CachedRecipientRewriteTable(shared, ttl=3600, clock=ManualClock())
     cached.get_stored_mappings(SALES).clear()
     assert cached.get_stored_mappings(SALES) == [Mapping.alias("bob@d.test")]
 

@@ -9,6 +9,7 @@ from mailserver.runtime.settings import ServeSettings, SettingsError
 from mailserver.users.cached import CachedUsersRepository
 from mailserver.users.memory import MemoryUsersRepository
 from tests.contract.users_contract import UsersRepositoryContract
+from tests.support.clock import ManualClock
 
 
 class TestCachedUsersRepository(UsersRepositoryContract):
@@ -19,14 +20,6 @@ class TestCachedUsersRepository(UsersRepositoryContract):
     @pytest.fixture
     def users(self, domain_list):
         return CachedUsersRepository(MemoryUsersRepository(domain_list))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class CountingReads(MemoryUsersRepository):
@@ -47,7 +40,7 @@ def shared():
 
 def test_a_known_user_is_read_once_per_time_to_live(shared):
     shared.add_user("bob@d.test", "pw")
-    clock = Clock()
+    clock = ManualClock()
     cached = CachedUsersRepository(shared, ttl=10, clock=clock)
 
     assert all(cached.contains("bob@d.test") for _ in range(5))
@@ -58,7 +51,7 @@ def test_a_known_user_is_read_once_per_time_to_live(shared):
 
 
 def test_an_unknown_user_is_read_every_time_so_a_new_account_gets_mail_at_once(shared):
-    cached = CachedUsersRepository(shared, ttl=3600, clock=Clock())
+    cached = CachedUsersRepository(shared, ttl=3600, clock=ManualClock())
     assert not cached.contains("new@d.test")
     assert not cached.contains("new@d.test")
     shared.add_user("new@d.test", "pw")        # created through another node
@@ -68,7 +61,7 @@ def test_an_unknown_user_is_read_every_time_so_a_new_account_gets_mail_at_once(s
 
 def test_a_user_removed_on_another_node_is_taken_for_the_time_to_live_only(shared):
     shared.add_user("gone@d.test", "pw")
-    clock = Clock()
+    clock = ManualClock()
     cached = CachedUsersRepository(shared, ttl=10, clock=clock)
     assert cached.contains("gone@d.test")
     shared.remove_user("gone@d.test")
@@ -79,7 +72,7 @@ def test_a_user_removed_on_another_node_is_taken_for_the_time_to_live_only(share
 
 
 def test_a_user_removed_through_the_cache_is_gone_at_once(shared):
-    cached = CachedUsersRepository(shared, ttl=3600, clock=Clock())
+    cached = CachedUsersRepository(shared, ttl=3600, clock=ManualClock())
     cached.add_user("me@d.test", "pw")
     assert cached.contains("me@d.test")
     cached.remove_user("ME@d.test")
@@ -87,7 +80,7 @@ def test_a_user_removed_through_the_cache_is_gone_at_once(shared):
 
 
 def test_passwords_are_never_cached(shared):
-    cached = CachedUsersRepository(shared, ttl=3600, clock=Clock())
+    cached = CachedUsersRepository(shared, ttl=3600, clock=ManualClock())
     cached.add_user("pw@d.test", "old")
     assert cached.verify("pw@d.test", "old")
     shared.update_password("pw@d.test", "new")   # changed through another node

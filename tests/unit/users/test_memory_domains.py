@@ -7,6 +7,7 @@ import pytest
 from mailserver.domains.cached import CachedDomainList
 from mailserver.domains.memory import MemoryDomainList
 from tests.contract.domains_contract import DomainListContract
+from tests.support.clock import ManualClock
 
 
 class TestMemoryDomainList(DomainListContract):
@@ -25,17 +26,9 @@ class TestCachedDomainList(DomainListContract):
         return CachedDomainList(MemoryDomainList())
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_cached_answers_hide_another_nodes_change_for_the_time_to_live_only():
     shared = MemoryDomainList()          # the table every node reads
-    clock = Clock()
+    clock = ManualClock()
     cached = CachedDomainList(shared, ttl=10, clock=clock)
     assert not cached.contains("late.test")
     shared.add("late.test")              # added through another node

@@ -8,6 +8,7 @@ from mailserver.mailbox.errors import MaintenanceMode
 from mailserver.maintenance.api import MaintenanceState
 from mailserver.maintenance.guard import MaintenanceGuard
 from mailserver.maintenance.memory import MemoryMaintenanceStore
+from tests.support.clock import ManualClock
 from tests.unit.webadmin.webadmin_support import NODELETE, READONLY, error
 
 
@@ -24,16 +25,8 @@ class CountingStore(MemoryMaintenanceStore):
         return super().get()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_guard_caches_for_ttl():
-    store, clock = CountingStore(), Clock()
+    store, clock = CountingStore(), ManualClock(0.0)
     guard = MaintenanceGuard(store, ttl=2.0, clock=clock)
     for _ in range(100):
         guard.writes_allowed()
@@ -49,7 +42,7 @@ def test_guard_caches_for_ttl():
 
 
 def test_guard_keeps_last_state_when_store_fails():
-    store, clock = CountingStore(), Clock()
+    store, clock = CountingStore(), ManualClock(0.0)
     guard = MaintenanceGuard(store, ttl=1.0, clock=clock)
     store.enable(None, "ops")
     assert guard.smtp_allowed() is False
