@@ -99,7 +99,7 @@ class RemoteDeliveryWorker:
         try:
             while not self._stop.is_set():
                 try:
-                    item = self.outgoing.dequeue(timeout=self.config.poll_seconds)
+                    item = self.outgoing.dequeue(timeout=self.config.poll_seconds, keep_consuming=True)
                 except Exception:
                     log.exception("dequeue from %s failed; retrying in %.1fs", self.outgoing.name, backoff)
                     self._stop.wait(backoff)

@@ -100,7 +100,7 @@ class MailSpooler:
         try:
             while not self._stop.is_set():
                 try:
-                    item = self.queue.dequeue(timeout=self.poll_timeout)
+                    item = self.queue.dequeue(timeout=self.poll_timeout, keep_consuming=True)
                 except Exception:
                     LOG.exception("dequeue from %s failed; retrying in 1s", self.queue.name)
                     self._stop.wait(1.0)

@@ -72,8 +72,14 @@ class MailQueue(ABC):
         """
 
     @abstractmethod
-    def dequeue(self, timeout: float | None = None) -> MailQueueItem | None:
-        """The next due mail, or None when none arrived within ``timeout`` seconds."""
+    def dequeue(self, timeout: float | None = None, *, keep_consuming: bool = False) -> MailQueueItem | None:
+        """The next due mail, or None when none arrived within ``timeout`` seconds.
+
+        ``keep_consuming``: the caller is a consumer loop, which dequeues again as soon as it settled
+        the item and calls ``release()`` when it leaves. An adapter whose consumers are pushed to may
+        then keep the thread subscribed between items (the next mail arrives as this one is settled,
+        without a subscribe and a cancel per mail); otherwise nothing is pushed to a thread that does
+        not ask."""
 
     @abstractmethod
     def browse(self) -> Iterator[QueueItemView]: ...

@@ -115,7 +115,8 @@ class MemoryMailQueue(MailQueue):
             self._waiting[entry.seq] = entry
             self._cond.notify_all()
 
-    def dequeue(self, timeout: float | None = None) -> MemoryMailQueueItem | None:
+    def dequeue(self, timeout: float | None = None, *, keep_consuming: bool = False) -> MemoryMailQueueItem | None:
+        del keep_consuming   # nothing is pushed here: a thread holds only what it dequeued
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         with self._cond:
             interrupts = self._interrupts

@@ -38,8 +38,8 @@ class MeteredMailQueue(MailQueue):
             self.inner.enqueue(mail, delay, hand_over=hand_over)
         self._enqueued.inc()
 
-    def dequeue(self, timeout: float | None = None) -> MailQueueItem | None:
-        item = self.inner.dequeue(timeout)
+    def dequeue(self, timeout: float | None = None, *, keep_consuming: bool = False) -> MailQueueItem | None:
+        item = self.inner.dequeue(timeout, keep_consuming=keep_consuming)
         if item is not None:
             self._dequeued.inc()
         return item

@@ -134,6 +134,7 @@ class _Link:
         self.abandoned: deque[tuple[int, int]] = deque()  # (channel_id, delivery tag) dropped without done()
         self.deliveries: deque[tuple[int, int, Any, bytes]] = deque()  # pushed by the broker, not taken yet
         self.consumer_channel_id: int | None = None
+        self.qos_channel_id: int | None = None
         self.consumer_tag: str | None = None
         self.channel = self._open_channel()
 
@@ -378,14 +379,15 @@ class DistributedMailQueue(MailQueue):
             link.channel.basic_publish(self.names.delay_exchange, str(millis), body, props, mandatory=True)
 
     # ------------------------------------------------------------------ dequeue
-    def dequeue(self, timeout: float | None = None) -> DistributedMailQueueItem | None:
+    def dequeue(self, timeout: float | None = None, *,
+                keep_consuming: bool = False) -> DistributedMailQueueItem | None:
         try:
-            return self._dequeue(timeout)
+            return self._dequeue(timeout, keep_consuming)
         except (*CONNECTION_ERRORS, *CHANNEL_ERRORS) as exc:
             self._forget_current()
             raise MailQueueError(f"queue {self.name}: dequeue failed: {exc!r}") from exc
 
-    def _dequeue(self, timeout: float | None) -> DistributedMailQueueItem | None:
+    def _dequeue(self, timeout: float | None, keep_consuming: bool) -> DistributedMailQueueItem | None:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         interrupts = self._interrupts
         while True:
@@ -403,9 +405,10 @@ class DistributedMailQueue(MailQueue):
                     continue   # pushed on a channel since closed: the broker requeued it
                 item = self._accept(link, tag, props, body)
                 if item is not None:
-                    # Stop the pushes while the caller works: nothing waits unseen in this process
-                    # (sizes stay exact, a thread that never comes back strands nothing).
-                    self._cancel_consumer(link)
+                    if not keep_consuming:
+                        # Stop the pushes while the caller works: nothing waits unseen in this process
+                        # (sizes stay exact, a thread that never comes back strands nothing).
+                        self._cancel_consumer(link)
                     return item
             remaining = None if deadline is None else deadline - time.monotonic()
             if (remaining is not None and remaining <= 0) or self._interrupts != interrupts:
@@ -445,7 +448,9 @@ class DistributedMailQueue(MailQueue):
 
         def pushed(_ch: Any, method: Any, props: Any, body: bytes) -> None:
             link.deliveries.append((channel_id, method.delivery_tag, props, body))
-        channel.basic_qos(prefetch_count=1)
+        if link.qos_channel_id != channel_id:   # a channel setting: once per channel, not per consumer
+            channel.basic_qos(prefetch_count=1)
+            link.qos_channel_id = channel_id
         link.consumer_tag = channel.basic_consume(self.names.workqueue, pushed, auto_ack=False)
         link.consumer_channel_id = channel_id
 

@@ -214,6 +214,31 @@ class MailQueueContract:
         assert item is not None
         item.done(Outcome.SUCCESS)
 
+    def test_a_consumer_loop_takes_mail_after_mail_and_leaves_nothing_behind(self, queue):
+        names = [make_mail().name for _ in range(3)]
+        for name in names:
+            queue.enqueue(make_mail(name=name))
+        taken: list[str] = []
+
+        def consumer_loop() -> None:
+            try:
+                while len(taken) < 2:
+                    item = queue.dequeue(timeout=WAIT, keep_consuming=True)
+                    assert item is not None
+                    taken.append(item.mail.name)
+                    item.done(Outcome.SUCCESS)
+            finally:
+                queue.release()   # the third mail may have been pushed to this loop meanwhile
+        loop = threading.Thread(target=consumer_loop)
+        loop.start()
+        loop.join(WAIT)
+
+        assert taken == names[:2]
+        left = queue.dequeue(timeout=WAIT)
+        assert left is not None and left.mail.name == names[2]
+        left.done(Outcome.SUCCESS)
+        assert queue.dequeue(timeout=SHORT) is None
+
     def test_size_counts_due_and_delayed(self, queue):
         queue.enqueue(make_mail())
         queue.enqueue(make_mail())

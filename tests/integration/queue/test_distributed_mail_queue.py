@@ -178,6 +178,29 @@ class TestDistributedMailQueue(MailQueueContract):
         item.done(Outcome.SUCCESS)
         assert queue.dequeue(timeout=SHORT) is None
 
+    def test_a_consumer_loop_stays_subscribed_between_mails_and_a_single_dequeue_does_not(self, stack, queue):
+        """No subscribe and cancel per mail in a consumer loop (issue 16): one consumer for the whole loop."""
+        def consumers() -> int:
+            connection = pika.BlockingConnection(amqp_parameters(stack))
+            try:
+                return connection.channel().queue_declare(queue.names.workqueue, passive=True).method.consumer_count
+            finally:
+                connection.close()
+        for _ in range(3):
+            queue.enqueue(make_mail())
+
+        single = queue.dequeue(timeout=WAIT)
+        assert consumers() == 0            # cancelled once it handed out its mail
+        single.done(Outcome.SUCCESS)
+        for _ in range(2):
+            item = queue.dequeue(timeout=WAIT, keep_consuming=True)
+            assert consumers() == 1
+            item.done(Outcome.SUCCESS)
+            assert consumers() == 1        # still subscribed for the next mail
+        queue.release()
+        assert consumers() == 0
+        assert queue.dequeue(timeout=SHORT) is None
+
     def test_unacked_item_is_redelivered_after_its_connection_closes(self, queue, another):
         mail = make_mail()
         queue.enqueue(mail)

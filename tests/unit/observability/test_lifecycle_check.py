@@ -154,7 +154,7 @@ class DyingQueue(MemoryMailQueue):
         super().__init__(name)
         self.die = threading.Event()
 
-    def dequeue(self, timeout=None):
+    def dequeue(self, timeout=None, *, keep_consuming=False):
         if self.die.is_set():
             raise ThreadKilled("thread killed")
         return super().dequeue(timeout=0.01)
