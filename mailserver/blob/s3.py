@@ -12,6 +12,9 @@ the defaults (5 MiB parts, 2 at a time), whatever the size of the message; the p
 measured for a 50 MB message is 20-26 MiB (tests/integration/blob/test_s3_large_blob_memory.py).
 Reads stream the response body (under 1 MiB of growth for the same message).
 
+Content up to 1 MiB and deletes go through ``DirectS3`` when an endpoint is configured: the
+same signed requests for half the CPU (``s3_direct.py``).
+
 S3Proxy (the local stack) needs path-style addressing and no checksum headers beyond what an
 operation requires; it also refuses multi-object delete, so bucket deletion falls back to
 deleting object by object.
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+import urllib3
 from boto3.exceptions import Boto3Error
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
@@ -34,9 +38,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.handlers import add_expect_header
 
 from .api import DEFAULT_BUCKET, BlobId, BlobIdFactory, BlobNotFound, BlobStore, BlobStoreError, BlobStream, BucketName
+from .s3_direct import DirectS3, S3Error
 from .spool import Spooled
 
 MiB = 1024 * 1024
+DIRECT_PUT_MAX = MiB   # what the spool holds in memory: a PUT this small goes through DirectS3
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchBucket"}
 _PREFIX = re.compile(r"^[a-z0-9.-]*$")
 
@@ -116,7 +122,9 @@ def _transfer_config(config: S3Config) -> TransferConfig:
     return transfer
 
 
-def _code(exc: ClientError) -> str:
+def _code(exc: ClientError | S3Error) -> str:
+    if isinstance(exc, S3Error):
+        return exc.code
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
@@ -125,7 +133,7 @@ def _translated(what: str) -> Iterator[None]:
     """botocore/boto3 failures become BlobStoreError, so callers depend on the port only."""
     try:
         yield
-    except (ClientError, BotoCoreError, Boto3Error) as exc:
+    except (ClientError, BotoCoreError, Boto3Error, S3Error, urllib3.exceptions.HTTPError) as exc:
         raise BlobStoreError(f"S3 failed {what}: {exc}") from exc
 
 
@@ -150,6 +158,11 @@ class S3BlobStore(BlobStore):
         self.config = config
         self._s3 = client if client is not None else make_client(config)
         self._transfer = _transfer_config(config)
+        # The per-mail PUTs and DELETEs, where boto3's per-request CPU showed (s3_direct.py).
+        self._direct = DirectS3(
+            config.endpoint_url, config.access_key or "", config.secret_key or "", config.region,
+            pool_size=config.max_pool_connections, connect_timeout=config.connect_timeout,
+            read_timeout=config.read_timeout, max_attempts=config.max_attempts) if config.endpoint_url else None
         self._batch_delete = True  # until the server refuses DeleteObjects (S3Proxy)
 
     # ------------------------------------------------------------------ bucket names
@@ -181,7 +194,7 @@ class S3BlobStore(BlobStore):
         with _translated(f"saving {blob_id} in {name}"):
             try:
                 self._upload(name, blob_id, content)
-            except ClientError as exc:
+            except (ClientError, S3Error) as exc:
                 if _code(exc) != "NoSuchBucket":
                     raise
                 self._create_bucket(name)
@@ -189,7 +202,9 @@ class S3BlobStore(BlobStore):
                 self._upload(name, blob_id, content)
 
     def _upload(self, name: str, blob_id: BlobId, content: Spooled) -> None:
-        if content.size < self.config.part_size:
+        if self._direct is not None and content.size <= DIRECT_PUT_MAX:
+            self._direct.put_object(name, blob_id.value, content.file.read())
+        elif content.size < self.config.part_size:
             self._s3.put_object(Bucket=name, Key=blob_id.value, Body=content.file, ContentLength=content.size)
         else:
             self._s3.upload_fileobj(content.file, name, blob_id.value, Config=self._transfer)
@@ -231,8 +246,11 @@ class S3BlobStore(BlobStore):
         name = self.resolve(bucket)
         with _translated(f"deleting {blob_id} from {name}"):
             try:
-                self._s3.delete_object(Bucket=name, Key=blob_id.value)
-            except ClientError as exc:
+                if self._direct is not None:
+                    self._direct.delete_object(name, blob_id.value)
+                else:
+                    self._s3.delete_object(Bucket=name, Key=blob_id.value)
+            except (ClientError, S3Error) as exc:
                 if _code(exc) != "NoSuchBucket":
                     raise
 

@@ -13,9 +13,12 @@ import hashlib
 import threading
 import uuid
 from collections import OrderedDict
+from dataclasses import replace
+from datetime import UTC, datetime
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.errors import ConcurrentModification
+from mailserver.mailbox.recent_contents import RecentContents
 from mailserver.mailbox.store import MailboxCounters, MessageStore
 from mailserver.model.flags import Flags, SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
@@ -47,8 +50,9 @@ def row_to_metadata(row: dict) -> MessageMetadata:
 
 
 class CassandraMessageStore(MessageStore):
-    def __init__(self, session: CassandraSession) -> None:
+    def __init__(self, session: CassandraSession, recent: RecentContents | None = None) -> None:
         self.s = session
+        self.recent = recent if recent is not None else RecentContents()
         self._last_allocated: OrderedDict[tuple[str, object], int] = OrderedDict()
         self._allocated_lock = threading.Lock()
         self._allocation_stripes = [threading.Lock() for _ in range(ALLOCATION_STRIPES)]
@@ -134,8 +138,12 @@ class CassandraMessageStore(MessageStore):
             self.s.execute("INSERT INTO attachmentV2 (idAsUUID, id, blobId, type, message_id, size) "
                            "VALUES (?, ?, ?, ?, ?, ?)",
                            (_attachment_uuid(a.id), a.id, a.blob_id, a.content_type, content.message_id.value, a.size))
+        self.recent.stage(replace(content, internal_date=_as_read_back(content.internal_date)))
 
     def get_content(self, message_id: MessageId) -> MessageContent | None:
+        recent = self.recent.get(message_id)
+        if recent is not None:
+            return recent
         row = self.s.one("SELECT * FROM messageV3 WHERE messageId = ?", (message_id.value,))
         if row is None:
             return None
@@ -150,6 +158,7 @@ class CassandraMessageStore(MessageStore):
 
     def delete_content(self, message_id: MessageId) -> None:
         content = self.get_content(message_id)
+        self.recent.forget(message_id)
         for a in content.attachments if content else ():
             self.s.execute("DELETE FROM attachmentV2 WHERE idAsUUID = ?", (_attachment_uuid(a.id),))
         self.s.execute("DELETE FROM messageV3 WHERE messageId = ?", (message_id.value,))
@@ -159,6 +168,7 @@ class CassandraMessageStore(MessageStore):
         values = metadata_values(m)
         if not self.s.execute_lwt(self._insert_imap_uid, (m.message_id.value, m.mailbox_id.value, m.uid, *values)):
             raise ConcurrentModification(f"uid {m.uid} already used in mailbox {m.mailbox_id}")
+        self.recent.keep(m.message_id)   # referenced by imapUidTable now: its content row is final
         self.complete_add(m)
 
     def complete_add(self, m: MessageMetadata) -> None:
@@ -257,6 +267,12 @@ class CassandraMessageStore(MessageStore):
         # messageCounter and modseq rows stay, as in James (a deleted id is never reused).
         for table in ("messageDeleted", "mailboxRecents", "firstUnseen", "applicableFlag", "mailboxCounters"):
             self.s.execute(f"DELETE FROM {table} WHERE mailboxId = ?", (mailbox_id.value,))
+
+
+def _as_read_back(moment: datetime) -> datetime:
+    """A timestamp as the driver returns it once stored: naive UTC, whole milliseconds."""
+    utc = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
 def _attachment_uuid(attachment_id: str) -> uuid.UUID:
