@@ -50,6 +50,14 @@ class MaintenanceGuard:
             self._state, self._read_at = fresh, now
             return fresh
 
+    def in_maintenance_if_known(self) -> bool | None:
+        """Whether maintenance is on, from the cached state only: None when it is stale (``state()`` reads)."""
+        now = self._clock()
+        with self._lock:
+            if self._state is not None and now - self._read_at < self.ttl:
+                return self._state.enabled
+        return None
+
     def invalidate(self) -> None:
         """Forget the cached state (after this node changed it, so it applies here at once)."""
         with self._lock:

@@ -101,7 +101,9 @@ def parse_levels(spec: str) -> dict[str, int]:
 # pika logs every connection open and close at INFO (the RabbitMQ health probe opens one every
 # few seconds); the Cassandra driver warns about protocol negotiation at every connect;
 # opensearch-py logs every request at INFO (a bulk per indexed mail, every health probe).
-QUIET_DRIVERS = "pika=WARNING,cassandra=WARNING,botocore=WARNING,urllib3=WARNING,opensearch=WARNING"
+# mail.log is aiosmtpd's: at INFO it writes every SMTP command line of every session (eight records
+# a mail, more than the server's own), which the server's connection/accepted records already summarise.
+QUIET_DRIVERS = "pika=WARNING,cassandra=WARNING,botocore=WARNING,urllib3=WARNING,opensearch=WARNING,mail.log=WARNING"
 
 
 def configure(*, fmt: str | None = None, levels: str | None = None, stream: Any = None,

@@ -74,8 +74,9 @@ class SmtpRole(Role):
     def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer,
                  monitor: HealthMonitor) -> None:
         server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
-                            store=backends.contents, healthy=monitor.healthy,
-                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
+                            store=backends.contents, healthy=monitor.healthy, healthy_in_memory=True,
+                            maintenance=lambda: not backends.guard.smtp_allowed(),
+                            maintenance_known=backends.guard.in_maintenance_if_known, metrics=backends.metrics,
                             rewriter=container.context.rewriter, postmaster=container.context.postmaster)
         self.thread = SmtpServerThread(server)
 

@@ -12,6 +12,11 @@ Every refusal is temporary (4xx): a well-behaved client keeps the mail and retri
 server accepts again as soon as the condition clears. Checks may block (``queue.size()`` reads
 Cassandra), so callers run them off the event loop; the spool size is cached for
 ``cache_seconds`` so a burst of connections costs one count.
+
+``refusal_at_once`` gives the same answer when every condition knows it without blocking (a
+cached spool size, a cached maintenance state, an in-memory health verdict): the SMTP server
+then answers on the event loop instead of handing each of the three checks of a session to a
+thread and back (issue 16), and only goes to a thread when a cache must be refreshed.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from enum import StrEnum
+from enum import Enum, StrEnum
+from typing import Final, Literal
 
 from mailserver.queue.api import MailQueue
 
@@ -37,6 +43,14 @@ class Stage(StrEnum):
     MAIL = "mail"
 
 
+class _Unknown(Enum):
+    UNKNOWN = "unknown"
+
+
+UNKNOWN: Final = _Unknown.UNKNOWN
+Answer = str | None | Literal[_Unknown.UNKNOWN]
+
+
 class Condition(ABC):
     stage: Stage = Stage.CONNECT
 
@@ -44,25 +58,44 @@ class Condition(ABC):
     def refusal(self) -> str | None:
         """The SMTP reply refusing work now, or None when this condition lets it through."""
 
+    def refusal_at_once(self) -> Answer:
+        """``refusal()``'s answer when it is known without blocking, else ``UNKNOWN``."""
+        return UNKNOWN
+
 
 class MaintenanceCondition(Condition):
+    """``known()``, when given, is the same verdict without blocking (None when it would have to read)."""
+
     stage = Stage.CONNECT
 
-    def __init__(self, in_maintenance: Callable[[], bool]) -> None:
+    def __init__(self, in_maintenance: Callable[[], bool], *, known: Callable[[], bool | None] | None = None) -> None:
         self.in_maintenance = in_maintenance
+        self.known = known
 
     def refusal(self) -> str | None:
         return MAINTENANCE if self.in_maintenance() else None
 
+    def refusal_at_once(self) -> Answer:
+        verdict = self.known() if self.known is not None else None
+        if verdict is None:
+            return UNKNOWN
+        return MAINTENANCE if verdict else None
+
 
 class HealthCondition(Condition):
-    """``healthy()`` returning False (or raising) refuses sessions: the spool cannot be written."""
+    """``healthy()`` returning False (or raising) refuses sessions: the spool cannot be written.
+
+    ``in_memory``: ``healthy()`` never blocks (a monitor's last verdict), so it is asked at once."""
 
     stage = Stage.CONNECT
 
-    def __init__(self, healthy: Callable[[], bool], *, name: str = "backend") -> None:
+    def __init__(self, healthy: Callable[[], bool], *, name: str = "backend", in_memory: bool = False) -> None:
         self.healthy = healthy
         self.name = name
+        self.in_memory = in_memory
+
+    def refusal_at_once(self) -> Answer:
+        return self.refusal() if self.in_memory else UNKNOWN
 
     def refusal(self) -> str | None:
         try:
@@ -100,6 +133,17 @@ class SpoolSizeCondition(Condition):
         except Exception:
             log.warning("cannot read the spool size; refusing mail", exc_info=True)
             return SPOOL_FULL
+        return self._verdict(size)
+
+    def refusal_at_once(self) -> Answer:
+        now = self.clock()
+        with self._lock:
+            cached = self._cached
+        if cached is None or now - cached[0] >= self.cache_seconds:
+            return UNKNOWN
+        return self._verdict(cached[1])
+
+    def _verdict(self, size: int) -> str | None:
         if size >= self.limit:
             log.info("spool holds %d mails (limit %d): refusing new mail", size, self.limit)
             return SPOOL_FULL
@@ -116,10 +160,20 @@ class BackPressure:
 
     def refusal(self, stage: Stage) -> str | None:
         """First refusal among the conditions of ``stage`` (MAIL also re-checks CONNECT ones)."""
-        stages = {Stage.CONNECT} if stage == Stage.CONNECT else {Stage.CONNECT, Stage.MAIL}
-        for condition in self.conditions:
-            if condition.stage in stages:
-                reply = condition.refusal()
-                if reply is not None:
-                    return reply
+        for condition in self._of(stage):
+            reply = condition.refusal()
+            if reply is not None:
+                return reply
         return None
+
+    def refusal_at_once(self, stage: Stage) -> Answer:
+        """``refusal(stage)`` when every condition asked knows its answer without blocking, else ``UNKNOWN``."""
+        for condition in self._of(stage):
+            reply = condition.refusal_at_once()
+            if reply is not None:
+                return reply   # a refusal, or UNKNOWN
+        return None
+
+    def _of(self, stage: Stage) -> list[Condition]:
+        stages = {Stage.CONNECT} if stage == Stage.CONNECT else {Stage.CONNECT, Stage.MAIL}
+        return [condition for condition in self.conditions if condition.stage in stages]

@@ -55,7 +55,7 @@ from mailserver.model.mail import (
 from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.smtp.auth import SmtpAuthenticator
-from mailserver.smtp.backpressure import BackPressure, Stage
+from mailserver.smtp.backpressure import UNKNOWN, BackPressure, Stage
 from mailserver.smtp.config import SmtpConfig, in_networks
 from mailserver.smtp.data import BAD_LINE_ENDING
 from mailserver.smtp.recipients import POSTMASTER, RecipientValidator, unknown_user
@@ -133,8 +133,9 @@ class IntakeHandler(SmtpAuthenticator):
             executor.shutdown(wait=False, cancel_futures=True)
 
     async def refusal(self, stage: Stage) -> str | None:
-        if not self.back_pressure.conditions:
-            return None
+        known = self.back_pressure.refusal_at_once(stage)
+        if known is not UNKNOWN:
+            return known
         return await self.blocking(self.back_pressure.refusal, stage)
 
     def in_authorized_network(self, server: IntakeSMTP) -> bool:

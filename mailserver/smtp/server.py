@@ -286,15 +286,16 @@ class SmtpServer:
     def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
                  users: UsersRepository | None = None, *, store: MimeMessageStore | None = None,
                  back_pressure: BackPressure | None = None, healthy: Callable[[], bool] | None = None,
-                 maintenance: Callable[[], bool] | None = None, metrics: Metrics | None = None,
+                 healthy_in_memory: bool = False, maintenance: Callable[[], bool] | None = None,
+                 maintenance_known: Callable[[], bool | None] | None = None, metrics: Metrics | None = None,
                  rewriter: RecipientRewriter | None = None, postmaster: MailAddress | None = None) -> None:
         self.config = config
         self.metrics = metrics
         bp = back_pressure or BackPressure()
         if maintenance is not None:
-            bp.add(MaintenanceCondition(maintenance))
+            bp.add(MaintenanceCondition(maintenance, known=maintenance_known))
         if healthy is not None:
-            bp.add(HealthCondition(healthy))
+            bp.add(HealthCondition(healthy, in_memory=healthy_in_memory))
         if config.spool_size_limit is not None:
             bp.add(SpoolSizeCondition(spool, config.spool_size_limit))
         self.back_pressure = bp

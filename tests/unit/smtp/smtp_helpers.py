@@ -65,7 +65,8 @@ def make_server(queue=None, *, users: bool = True, rrt: MemoryRecipientRewriteTa
         repo.add_user(USER, PASSWORD)
         repo.add_user(OTHER_USER, PASSWORD)
     rewriter = RecipientRewriter(rrt if rrt is not None else MemoryRecipientRewriteTable(domains), domains)
-    extra = {k: config.pop(k) for k in ("store", "back_pressure", "healthy", "maintenance") if k in config}
+    extra = {k: config.pop(k) for k in ("store", "back_pressure", "healthy", "healthy_in_memory", "maintenance",
+                                         "maintenance_known") if k in config}
     cfg = SmtpConfig(**{"port": 0, "hostname": "mx.local.test", **config})
     server = SmtpServer(cfg, queue, domains, repo, rewriter=rewriter, postmaster=MailAddress.of(POSTMASTER), **extra)
     thread = SmtpServerThread(server).start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import smtplib
+import threading
 import time
 
 import pytest
@@ -262,6 +263,37 @@ def test_unhealthy_backend_refuses_with_421(servers):
     assert send(thread.port, [f"alice@{LOCAL}"])[0] == 250
 
 
+def test_checks_known_without_blocking_are_answered_on_the_event_loop(servers):
+    asked: list[tuple[str, str]] = []
+
+    def healthy() -> bool:
+        asked.append(("healthy", threading.current_thread().name))
+        return True
+
+    def in_maintenance() -> bool:
+        asked.append(("maintenance", threading.current_thread().name))
+        return False
+    thread, _ = servers(healthy=healthy, healthy_in_memory=True, maintenance=in_maintenance,
+                        maintenance_known=lambda: False)
+    assert send(thread.port, [f"alice@{LOCAL}"])[0] == 250
+
+    assert asked and {what for what, _ in asked} == {"healthy"}   # the cached maintenance verdict sufficed
+    assert not any(name.startswith("smtp-io") for _, name in asked)
+
+
+def test_a_check_that_must_read_goes_to_the_io_pool_and_its_refusal_holds(servers):
+    asked: list[str] = []
+
+    def in_maintenance() -> bool:
+        asked.append(threading.current_thread().name)
+        return True
+    thread, _ = servers(maintenance=in_maintenance, maintenance_known=lambda: None)   # stale: must read
+    raw = RawClient(thread.port)
+    assert raw.reply().startswith("421 4.3.2")
+    raw.close()
+    assert asked and all(name.startswith("smtp-io") for name in asked)
+
+
 def test_spool_over_its_limit_answers_452_at_mail_from_and_recovers(servers):
     clock = {"now": 0.0}
     queue = MemoryMailQueue("spool")
@@ -310,6 +342,7 @@ def test_too_many_connections(servers):
 def test_mail_id_in_the_reply_and_in_the_log_records(servers, caplog):
     caplog.handler.addFilter(MdcFilter())
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="mail.log")   # aiosmtpd's trace, quiet in a configured server
     thread, queue = servers()
     code, text = send(thread.port, [f"alice@{LOCAL}", f"bob@{LOCAL}"])
     assert code == 250

@@ -41,6 +41,21 @@ def test_guard_caches_for_ttl():
     assert store.reads == before + 1
 
 
+def test_guard_tells_the_cached_state_without_reading_and_nothing_once_it_is_stale():
+    store, clock = CountingStore(), ManualClock(0.0)
+    guard = MaintenanceGuard(store, ttl=2.0, clock=clock)
+    assert guard.in_maintenance_if_known() is None        # nothing read yet
+    assert guard.smtp_allowed() is True
+    store.enable("upgrade", "ops")
+    assert guard.in_maintenance_if_known() is False       # cached, another node's switch not seen yet
+    clock.now = 2.5
+    reads = store.reads
+    assert guard.in_maintenance_if_known() is None        # stale: only state() may read
+    assert store.reads == reads
+    assert guard.smtp_allowed() is False
+    assert guard.in_maintenance_if_known() is True
+
+
 def test_guard_keeps_last_state_when_store_fails():
     store, clock = CountingStore(), ManualClock(0.0)
     guard = MaintenanceGuard(store, ttl=1.0, clock=clock)

@@ -47,8 +47,9 @@ def test_two_apps_in_one_process_do_not_clash():
 def captured():
     stream = io.StringIO()
     handlers = []
-    search_level = logging.getLogger("opensearch").level
-    logging.getLogger("opensearch").setLevel(logging.NOTSET)   # as in a fresh server process
+    levels = {name: logging.getLogger(name).level for name in ("opensearch", "mail.log")}
+    for name in levels:
+        logging.getLogger(name).setLevel(logging.NOTSET)   # as in a fresh server process
 
     def install(fmt: str, levels: str = "") -> io.StringIO:
         handlers.append(configure(fmt=fmt, levels=levels, stream=stream, env={}))
@@ -60,7 +61,8 @@ def captured():
         root.removeHandler(h)
     logging.getLogger("mailserver.test.smtp").setLevel(logging.NOTSET)
     logging.getLogger("mailserver.test").setLevel(logging.NOTSET)
-    logging.getLogger("opensearch").setLevel(search_level)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def test_json_lines_carry_mdc_fields(captured):
@@ -98,6 +100,20 @@ def test_a_search_request_is_not_logged_unless_asked_for(captured):
     stream = captured("json", "opensearch=INFO")
     connection.log_request_success("POST", "http://127.0.0.1:9200/_bulk", "/_bulk", b"{}", 200, "{}", 0.004)
     assert "POST http://127.0.0.1:9200/_bulk" in stream.getvalue().splitlines()[-1]
+
+
+def test_smtp_command_lines_are_not_logged_unless_asked_for(captured):
+    from aiosmtpd.smtp import log as aiosmtpd_log
+    from aiosmtpd.smtp import sanitized_log
+
+    stream = captured("json")
+    sanitized_log(aiosmtpd_log.info, "%r >> %r", ("192.0.2.1", 2525), b"MAIL FROM:<a@example.com>")
+    aiosmtpd_log.warning("a protocol problem")
+    assert [json.loads(line)["level"] for line in stream.getvalue().splitlines()] == ["WARNING"]
+
+    stream = captured("json", "mail.log=INFO")
+    sanitized_log(aiosmtpd_log.info, "%r >> %r", ("192.0.2.1", 2525), b"MAIL FROM:<a@example.com>")
+    assert "MAIL FROM:<a@example.com>" in stream.getvalue().splitlines()[-1]
 
 
 def test_parse_levels():
