@@ -25,6 +25,8 @@ import functools
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
+from email._header_value_parser import get_addr_spec, get_angle_addr  # what aiosmtpd parses paths with
+from email.errors import HeaderParseError
 from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session, syntax
@@ -103,6 +105,21 @@ class IntakeSMTP(SMTP):
 
     def _create_envelope(self) -> Envelope:
         return IntakeEnvelope()
+
+    def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
+        """aiosmtpd 1.4.6's parsing of a MAIL/RCPT path, without the ``typing.Protocol`` class its version
+        defines on every call (2 % of the server's CPU at 16 sessions, issue 16); same results."""
+        if not arg:
+            return "", ""
+        try:
+            address, rest = get_angle_addr(arg) if arg.lstrip().startswith("<") else get_addr_spec(arg)
+        except HeaderParseError:
+            return None, None
+        addr = address.addr_spec
+        localpart = addr.rpartition("@")[0]
+        if self.local_part_limit and len(localpart) > self.local_part_limit:
+            return None, None
+        return addr, rest
 
     def _cb_client_connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         super()._cb_client_connected(reader, writer)
