@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import io
 import logging
 from collections.abc import Callable, Sequence
@@ -201,18 +200,23 @@ class IntakeHandler(SmtpAuthenticator):
             recipient = MailAddress.of(address)
         except InvalidAddress:
             return f"553 5.1.3 Invalid recipient address <{address}>"
-        local = await self.blocking(self.domains.contains, recipient.domain)
-        if (not local and self.config.auth_required
-                and not (self.authenticated_user(session) or self.in_authorized_network(server))):
+        may_relay = bool(self.authenticated_user(session) or self.in_authorized_network(server))
+        local, known = await self.blocking(self._recipient_checks, recipient)   # one trip to the pool
+        if not local and self.config.auth_required and not may_relay:
             log.warning("rejected RCPT <%s>: %s not authorized to relay to %s", recipient, server.remote_addr,
                         recipient.domain)
             return RELAY_DENIED
-        if local and self.recipients is not None and not await self.blocking(self.recipients.is_valid_local,
-                                                                             recipient):
+        if local and not known:
             log.warning("rejected RCPT <%s>: no such user or mapping (sender <%s>)", recipient,
                         envelope.mail_from or "")
             return unknown_user(recipient)
         return self._accept(envelope, recipient, rcpt_options, "local" if local else "relay")
+
+    def _recipient_checks(self, recipient: MailAddress) -> tuple[bool, bool]:
+        """(of a local domain, a known local recipient): the lookups RCPT needs, run together off the loop."""
+        if not self.domains.contains(recipient.domain):
+            return False, False
+        return True, self.recipients is None or self.recipients.is_valid_local(recipient)
 
     @staticmethod
     def _accept(envelope: Envelope, recipient: MailAddress, rcpt_options: list[str], kind: str) -> str:
@@ -227,8 +231,19 @@ class IntakeHandler(SmtpAuthenticator):
         spool = envelope.data.spool  # type: ignore[attr-defined]
         mail = self.build_mail(server, session, envelope, name)
         received = self.received_header(server, session, envelope).encode("utf-8", "surrogateescape")
+        refusal = await self.blocking(self._store_and_enqueue, mail, received, spool)   # one trip to the pool
+        if refusal is not None:
+            return refusal
+        log.info("mail %s accepted from <%s> for %s (%d bytes)", name, mail.sender or "",
+                 ",".join(str(r) for r in mail.recipients), mail.content.size)
+        return f"250 2.6.0 Message received, queued as {name}"
+
+    def _store_and_enqueue(self, mail: Mail, received: bytes, spool: IO[bytes]) -> str | None:
+        """Content to the blob store, then the mail to the spool; the refusal to answer, None when queued.
+        Nothing is left behind on a refusal: content stored for a mail that could not be queued is deleted."""
+        name = mail.name
         try:
-            mail.content = await self.blocking(self._content, received, spool)
+            mail.content = self._content(received, spool)
         except MalformedMessage as exc:   # retrying cannot help: a permanent refusal, not 451
             log.warning("mail %s refused: %s", name, exc)
             return f"554 5.6.0 Message content not accepted: {exc}"
@@ -237,18 +252,16 @@ class IntakeHandler(SmtpAuthenticator):
             return NOT_ACCEPTED
         try:
             # The blobs just written become the queue entry's: no copy when the store does not deduplicate.
-            await self.blocking(functools.partial(self.spool.enqueue, mail, hand_over=True))
+            self.spool.enqueue(mail, hand_over=True)
         except Exception:
             log.exception("mail %s: enqueue on %s failed; not accepted", name, getattr(self.spool, "name", "spool"))
             if self.store is not None:
                 try:
-                    await self.blocking(self.store.delete, mail.content)
+                    self.store.delete(mail.content)
                 except Exception:
                     log.warning("mail %s: could not delete the orphan content blobs", name, exc_info=True)
             return NOT_ACCEPTED
-        log.info("mail %s accepted from <%s> for %s (%d bytes)", name, mail.sender or "",
-                 ",".join(str(r) for r in mail.recipients), mail.content.size)
-        return f"250 2.6.0 Message received, queued as {name}"
+        return None
 
     # -- building the mail -------------------------------------------------------------------
     def _content(self, received: bytes, spool: IO[bytes]) -> MailContent:
