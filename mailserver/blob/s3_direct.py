@@ -17,6 +17,7 @@ becomes ``S3Error`` with the error code of its XML body.
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import quote
 
@@ -49,8 +50,10 @@ class DirectS3:
                  pool_size: int, connect_timeout: float, read_timeout: float, max_attempts: int) -> None:
         self._base = endpoint_url.rstrip("/")
         self._signer = S3SigV4Auth(Credentials(access_key, secret_key), "s3", region)
+        # AWS_CA_BUNDLE: the private CA botocore would trust for an https endpoint, trusted here too.
         self._http = urllib3.PoolManager(num_pools=4, maxsize=pool_size, block=False, retries=False,
-                                         timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout))
+                                         timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
+                                         ca_certs=os.environ.get("AWS_CA_BUNDLE") or None)
         self._send = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(max(1, max_attempts)),
                            wait=wait_exponential(multiplier=0.05, max=2), reraise=True)(self._send_once)
 
