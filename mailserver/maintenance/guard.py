@@ -37,8 +37,9 @@ class MaintenanceGuard:
     def state(self) -> MaintenanceState:
         now = self._clock()
         with self._lock:
-            if self._state is not None and now - self._read_at < self.ttl:
-                return self._state
+            cached = self._fresh(now)
+        if cached is not None:
+            return cached
         try:
             fresh = self.store.get()
         except Exception:
@@ -52,10 +53,14 @@ class MaintenanceGuard:
 
     def in_maintenance_if_known(self) -> bool | None:
         """Whether maintenance is on, from the cached state only: None when it is stale (``state()`` reads)."""
-        now = self._clock()
         with self._lock:
-            if self._state is not None and now - self._read_at < self.ttl:
-                return self._state.enabled
+            cached = self._fresh(self._clock())
+        return cached.enabled if cached is not None else None
+
+    def _fresh(self, now: float) -> MaintenanceState | None:
+        """The cached state while it is younger than ``ttl`` (call with the lock held)."""
+        if self._state is not None and now - self._read_at < self.ttl:
+            return self._state
         return None
 
     def invalidate(self) -> None:

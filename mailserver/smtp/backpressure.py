@@ -121,11 +121,17 @@ class SpoolSizeCondition(Condition):
     def current_size(self) -> int:
         now = self.clock()
         with self._lock:
-            if self._cached is not None and now - self._cached[0] < self.cache_seconds:
-                return self._cached[1]
-            size = self.spool.size()
-            self._cached = (now, size)
+            size = self._fresh(now)
+            if size is None:
+                size = self.spool.size()
+                self._cached = (now, size)
             return size
+
+    def _fresh(self, now: float) -> int | None:
+        """The cached size while it is younger than ``cache_seconds`` (call with the lock held)."""
+        if self._cached is not None and now - self._cached[0] < self.cache_seconds:
+            return self._cached[1]
+        return None
 
     def refusal(self) -> str | None:
         try:
@@ -136,12 +142,9 @@ class SpoolSizeCondition(Condition):
         return self._verdict(size)
 
     def refusal_at_once(self) -> Answer:
-        now = self.clock()
         with self._lock:
-            cached = self._cached
-        if cached is None or now - cached[0] >= self.cache_seconds:
-            return UNKNOWN
-        return self._verdict(cached[1])
+            size = self._fresh(self.clock())
+        return UNKNOWN if size is None else self._verdict(size)
 
     def _verdict(self, size: int) -> str | None:
         if size >= self.limit:

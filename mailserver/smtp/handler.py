@@ -200,9 +200,9 @@ class IntakeHandler(SmtpAuthenticator):
             recipient = MailAddress.of(address)
         except InvalidAddress:
             return f"553 5.1.3 Invalid recipient address <{address}>"
-        may_relay = bool(self.authenticated_user(session) or self.in_authorized_network(server))
         local, known = await self.blocking(self._recipient_checks, recipient)   # one trip to the pool
-        if not local and self.config.auth_required and not may_relay:
+        if (not local and self.config.auth_required
+                and not (self.authenticated_user(session) or self.in_authorized_network(server))):
             log.warning("rejected RCPT <%s>: %s not authorized to relay to %s", recipient, server.remote_addr,
                         recipient.domain)
             return RELAY_DENIED
