@@ -174,13 +174,20 @@ def write_targets(client: OpenSearch, write_alias: str) -> list[str]:
 
 def bulk_index(client: OpenSearch, documents: Iterable[dict[str, Any]], *, write_alias: str = DEFAULT_WRITE_ALIAS,
                chunk_size: int = BULK_CHUNK, refresh: bool | str = False,
-               targets: list[str] | None = None) -> BulkReport:
+               targets: list[str] | None = None, through_alias: bool = False,
+               ignore: tuple[str, ...] = ()) -> BulkReport:
     """Index documents built by ``message_document`` through the write alias, in bulk requests.
 
     Each document's id (``<mailboxId>:<uid>``) and routing (the mailbox id) come from the document.
     Refused documents are reported, keyed by document id, not raised; an unreachable server raises
     ``SearchIndexError``. ``documents`` may be a generator (Spark partitions): it is read once.
+
+    ``through_alias``: write to ``write_alias`` itself and let OpenSearch resolve it (no lookup
+    first); with ``require_alias``, so that a missing alias is refused rather than auto-created as
+    an index, and an alias naming two indices is refused too (no write index is ever designated).
     """
+    if through_alias:
+        targets = [write_alias]
     targets = targets if targets is not None else write_targets(client, write_alias)
 
     def actions() -> Iterator[dict[str, Any]]:
@@ -190,16 +197,18 @@ def bulk_index(client: OpenSearch, documents: Iterable[dict[str, Any]], *, write
                 yield {"_op_type": "index", "_index": index, "_id": document_id(mailbox_id, document[f.UID]),
                        "routing": routing_key(mailbox_id), "_source": document}
 
-    return run_bulk(client, actions(), chunk_size=chunk_size, refresh=refresh)
+    return run_bulk(client, actions(), chunk_size=chunk_size, refresh=refresh, ignore=ignore,
+                    **({"require_alias": True} if through_alias else {}))
 
 
 def run_bulk(client: OpenSearch, actions: Iterable[dict[str, Any]], *, chunk_size: int = BULK_CHUNK,
-             refresh: bool | str = False, ignore: tuple[str, ...] = ()) -> BulkReport:
-    """Run bulk actions; per-item errors whose type is in ``ignore`` (e.g. ``not_found``) count as done."""
+             refresh: bool | str = False, ignore: tuple[str, ...] = (), **params: Any) -> BulkReport:
+    """Run bulk actions; per-item errors whose type is in ``ignore`` (e.g. ``not_found``) are not
+    failures: they are reported in ``skipped``. ``params``: more query parameters of ``_bulk``."""
     report = BulkReport()
     try:
         for ok, item in helpers.streaming_bulk(client, actions, chunk_size=chunk_size, raise_on_error=False,
-                                               raise_on_exception=True, refresh=refresh):
+                                               raise_on_exception=True, refresh=refresh, **params):
             operation, result = next(iter(item.items()))
             key = result.get("_id", "?")
             if ok:

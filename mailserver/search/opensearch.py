@@ -45,6 +45,9 @@ SORT_FIELDS = {SortClause.ARRIVAL: f.DATE, SortClause.SENT_DATE: f.SENT_DATE, So
 FLAG_FIELDS = {SystemFlag.ANSWERED: f.IS_ANSWERED, SystemFlag.DELETED: f.IS_DELETED, SystemFlag.DRAFT: f.IS_DRAFT,
                SystemFlag.FLAGGED: f.IS_FLAGGED, SystemFlag.RECENT: f.IS_RECENT}
 HIT_FIELDS = [f.MESSAGE_ID, f.MAILBOX_ID, f.UID]
+# What OpenSearch answers a write through an alias that names two indices (no write index) or none
+# (``require_alias``): the documents are then written to the indices the alias names.
+ALIAS_REFUSALS = ("illegal_argument_exception", "index_not_found_exception")
 
 T = TypeVar("T")
 
@@ -67,6 +70,9 @@ class OpenSearchSearchIndex(SearchIndex):
         self.client = client
         self.config = config
         self._ensured = False
+        # The write alias named one index when last looked up: index through it without a lookup.
+        # Shared by the listener threads; a stale value costs one refused request, never a lost write.
+        self._alias_on_one_index = False
 
     @_wrapped
     def ensure(self) -> None:
@@ -84,7 +90,25 @@ class OpenSearchSearchIndex(SearchIndex):
 
     @_wrapped
     def index_documents(self, documents: Iterable[dict[str, Any]]) -> BulkReport:
-        return bulk_index(self.client, documents, write_alias=self.config.write_alias, targets=self._targets())
+        """While the write alias names one index, documents go through the alias without looking it up
+        (the lookup was a second request per event, issue 16). When OpenSearch refuses the alias (a swap
+        added a second index, or it is gone), the alias is looked up and those documents written to
+        each index it names, as long as it names more than one."""
+        documents = list(documents)
+        if not self._alias_on_one_index:
+            return self._index_to_each_target(documents)
+        report = bulk_index(self.client, documents, write_alias=self.config.write_alias, through_alias=True,
+                            ignore=ALIAS_REFUSALS)
+        if not report.skipped:
+            return report
+        again = [d for d in documents if document_id(d[f.MAILBOX_ID], d[f.UID]) in report.skipped]
+        rest = self._index_to_each_target(again)
+        return BulkReport(report.succeeded + rest.succeeded, {**report.failures, **rest.failures}, rest.skipped)
+
+    def _index_to_each_target(self, documents: list[dict[str, Any]]) -> BulkReport:
+        targets = self._targets()
+        self._alias_on_one_index = len(targets) == 1
+        return bulk_index(self.client, documents, write_alias=self.config.write_alias, targets=targets)
 
     @_wrapped
     def delete(self, mailbox_id: MailboxId, uids: Sequence[int]) -> None:

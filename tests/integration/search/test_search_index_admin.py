@@ -18,6 +18,7 @@ from mailserver.search.document import message_document
 from mailserver.search.index import (
     alias_indices,
     bulk_index,
+    create_index,
     drop_index,
     ensure_configured_index,
     ensure_index,
@@ -109,7 +110,8 @@ def test_alias_swap_writes_to_both_indices_then_reads_move_atomically(client, na
     client.indices.update_aliases(body={"actions": [{"add": {"index": new, "alias": names.write_alias}}]})
     assert alias_indices(client, names.write_alias) == sorted([old, new])
 
-    index.index_documents([document(mailbox, 2)])   # during the swap: to both
+    # during the swap: to both (the alias, used directly since the first write, now refuses the write)
+    assert index.index_documents([document(mailbox, 2)]).succeeded == 2
     assert index.update_flags(mailbox, [FlagsUpdate(2, Flags.of(SystemFlag.SEEN), 2)]) == []
     assert index.update_flags(mailbox, [FlagsUpdate(1, Flags.of(SystemFlag.SEEN), 2)]) == [1]   # not copied yet
     index.refresh()
@@ -158,6 +160,56 @@ def test_the_adapter_creates_its_index_at_its_first_write_when_start_could_not(c
     mailbox = MailboxId.generate()
     assert index.index_documents([document(mailbox, 1)]).succeeded == 1
     assert alias_indices(client, names.write_alias) == [names.index_name]
+
+
+def _counting_alias_lookups(client, monkeypatch) -> list[str]:
+    lookups: list[str] = []
+    original = client.indices.get_alias
+
+    def counted(*args, **kwargs):
+        lookups.append(kwargs.get("name", ""))
+        return original(*args, **kwargs)
+    monkeypatch.setattr(client.indices, "get_alias", counted)
+    return lookups
+
+
+def test_while_the_write_alias_names_one_index_writes_go_through_it_without_a_lookup(client, names, monkeypatch):
+    ensure_configured_index(client, names)
+    lookups = _counting_alias_lookups(client, monkeypatch)
+    index = OpenSearchSearchIndex(client, names)
+    mailbox = MailboxId.generate()
+    for uid in (1, 2, 3):
+        assert index.index_documents([document(mailbox, uid)]).succeeded == 1
+    assert lookups == [names.write_alias]   # the first write only
+    index.refresh()
+    assert client.count(index=names.index_name)["count"] == 3
+
+
+def test_a_write_after_the_alias_moved_to_another_index_lands_in_that_index(client, names, monkeypatch):
+    old = ensure_configured_index(client, names)
+    index = OpenSearchSearchIndex(client, names)
+    mailbox = MailboxId.generate()
+    index.index_documents([document(mailbox, 1)])
+    new = names.index_name + "_v2"
+    create_index(client, new, index_body(1, 0))
+    move_alias(client, names.write_alias, new)
+    lookups = _counting_alias_lookups(client, monkeypatch)
+    assert index.index_documents([document(mailbox, 2)]).succeeded == 1
+    assert lookups == []   # OpenSearch resolved the alias
+    index.refresh()
+    assert client.count(index=old)["count"] == 1 and client.count(index=new)["count"] == 1
+
+
+def test_a_write_after_the_alias_was_removed_is_refused_and_creates_no_index(client, names):
+    index = OpenSearchSearchIndex(client, names)
+    index.ensure()   # as the server starts (an adapter never ensured would create the alias again)
+    old = names.index_name
+    mailbox = MailboxId.generate()
+    index.index_documents([document(mailbox, 1)])
+    client.indices.update_aliases(body={"actions": [{"remove": {"index": old, "alias": names.write_alias}}]})
+    with pytest.raises(SearchIndexError, match="names no index"):
+        index.index_documents([document(mailbox, 2)])
+    assert not client.indices.exists(index=names.write_alias)
 
 
 def test_an_unreachable_opensearch_raises_search_index_error(names):
