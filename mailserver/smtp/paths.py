@@ -2,11 +2,12 @@
 
 aiosmtpd hands a path to the standard library's RFC 5322 header parser (``get_angle_addr`` or
 ``get_addr_spec``), whose token tree costs 24 µs a path alone and 3 to 4 % of the mail server's
-GIL-holding samples at 16 SMTP sessions (py-spy, issue 16); the expression below takes 0.3 µs. Nearly every path a server sees is ``<dot-atom@domain>``, maybe
-followed by ESMTP parameters; for those the parser's answer is the text between the brackets and
-the parameters after the blanks, which a regular expression gives at once. Anything else (quoted
-local parts, source routes, comments, address literals, unbracketed paths, malformed input) still
-goes to the standard parser, so the results are the same for every input.
+GIL-holding samples at 16 SMTP sessions (py-spy, issue 16). Nearly every path a server sees is
+``<dot-atom@domain>``, maybe followed by ESMTP parameters; for those the parser's answer is the
+text between the brackets and the parameters after the blanks, which a regular expression gives
+in 0.3 µs. Anything else (quoted local parts, source routes, comments, address literals,
+unbracketed paths, malformed input) still goes to the standard parser, so the results are the
+same for every input.
 """
 
 from __future__ import annotations
