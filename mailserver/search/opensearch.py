@@ -92,8 +92,8 @@ class OpenSearchSearchIndex(SearchIndex):
     def index_documents(self, documents: Iterable[dict[str, Any]]) -> BulkReport:
         """While the write alias names one index, documents go through the alias without looking it up
         (the lookup was a second request per event, issue 16). When OpenSearch refuses the alias (a swap
-        added a second index, or it is gone), the alias is looked up and those documents written to
-        each index it names, as long as it names more than one."""
+        added a second index, or it is gone), it is looked up and those documents are written to each
+        index it names; the lookup is then made before every batch until it names one index again."""
         documents = list(documents)
         if not self._alias_on_one_index:
             return self._index_to_each_target(documents)
