@@ -22,6 +22,8 @@ by appending to that list (or calling ``register`` on a running WebAdmin's runne
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import httpx
@@ -39,6 +41,8 @@ LIFECYCLE = "Guice application lifecycle"
 EVENT_DEAD_LETTERS = "EventDeadLettersHealthCheck"
 MAIL_QUEUE_SIZE = "MailQueueSize"                          # ours
 MESSAGE_FAST_VIEW_PROJECTION = "MessageFastViewProjection"  # slot: registered by a later issue
+
+log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT = 3.0
 MIN_RABBITMQ = (3, 8, 1)
@@ -76,15 +80,46 @@ class OpenSearchHealthCheck(HealthCheck):
 
 
 class RabbitMQHealthCheck(HealthCheck):
-    """A connection and a channel can be opened, and the broker is at least 3.8.1 (as James)."""
+    """A channel can be opened, and the broker is at least 3.8.1 (as James).
+
+    The probe's connection is kept from one probe to the next, as James probes its pooled
+    connection: one opened per probe (every 2 s) was a handshake and an authentication for
+    RabbitMQ each time, two lines in its log, and 1 % of the mail server's CPU under load. A
+    connection that fails a probe (the broker restarted, or closed it) is replaced within the same
+    probe, so only a broker that refuses a fresh connection too is reported unhealthy. The
+    connection is named ``connection_name`` in RabbitMQ's management UI.
+    """
 
     name = RABBITMQ
 
-    def __init__(self, amqp_url: str, *, timeout: float = PROBE_TIMEOUT) -> None:
+    def __init__(self, amqp_url: str, *, timeout: float = PROBE_TIMEOUT,
+                 connection_name: str = "mailserver-healthcheck") -> None:
         self.amqp_url = amqp_url
         self.timeout = timeout
+        self.connection_name = connection_name
+        self._connection: Any = None
+        self._lock = threading.Lock()   # pika connections are not thread-safe; probes may overlap
 
     def check(self) -> Result:
+        if not self._lock.acquire(timeout=self.timeout):
+            return self.unhealthy(f"the previous probe has not answered within {self.timeout:g}s")
+        try:
+            if self._connection is not None:
+                try:
+                    return self._probe(self._connection)
+                except Exception:   # gone since the last probe: one fresh connection decides
+                    log.info("RabbitMQ health probe: connection lost, opening a new one", exc_info=True)
+                    self._discard()
+            self._connection = self._connect()
+            try:
+                return self._probe(self._connection)
+            except Exception:
+                self._discard()
+                raise
+        finally:
+            self._lock.release()
+
+    def _connect(self) -> Any:
         import pika
 
         params = pika.URLParameters(self.amqp_url)
@@ -93,16 +128,27 @@ class RabbitMQHealthCheck(HealthCheck):
         params.socket_timeout = self.timeout
         params.stack_timeout = self.timeout
         params.blocked_connection_timeout = self.timeout
-        connection = pika.BlockingConnection(params)
-        try:
-            channel = connection.channel()
-            channel.close()
-            version = _version(connection)
-        finally:
-            connection.close()
+        params.client_properties = {"connection_name": self.connection_name}
+        return pika.BlockingConnection(params)
+
+    def _probe(self, connection: Any) -> Result:
+        connection.channel().close()
+        version = _version(connection)
         if version is not None and version < MIN_RABBITMQ:
             return self.unhealthy(f"RabbitMQ {'.'.join(map(str, version))} is older than 3.8.1")
         return self.healthy()
+
+    def _discard(self) -> None:
+        connection, self._connection = self._connection, None
+        try:
+            if connection is not None and connection.is_open:
+                connection.close()
+        except Exception:   # already broken: nothing to give back
+            log.debug("closing the health probe's connection failed", exc_info=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._discard()
 
 
 def _version(connection: Any) -> tuple[int, ...] | None:

@@ -61,6 +61,10 @@ class HealthCheck(ABC):
     @abstractmethod
     def check(self) -> Result: ...
 
+    def close(self) -> None:
+        """Release what the check keeps between probes (a connection); nothing by default."""
+        return None
+
     def healthy(self) -> Result:
         return Result(self.name, Status.HEALTHY)
 
@@ -137,6 +141,13 @@ class HealthCheckRunner:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            checks = list(self.checks)
+        for check in checks:
+            try:
+                check.close()
+            except Exception:   # closing is best effort: the process is stopping
+                log.debug("closing health check %s failed", check.name, exc_info=True)
 
 
 def _capacity(checks: int) -> int:
