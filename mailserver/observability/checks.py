@@ -147,8 +147,12 @@ class RabbitMQHealthCheck(HealthCheck):
             log.debug("closing the health probe's connection failed", exc_info=True)
 
     def close(self) -> None:
-        with self._lock:
-            self._discard()
+        # Never wait on a probe that hangs (an unresponsive broker): stopping must not hang with it.
+        if self._lock.acquire(timeout=self.timeout):
+            try:
+                self._discard()
+            finally:
+                self._lock.release()
 
 
 def _version(connection: Any) -> tuple[int, ...] | None:

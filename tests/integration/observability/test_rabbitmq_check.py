@@ -4,6 +4,7 @@ when the broker drops it, closed with the runner."""
 from __future__ import annotations
 
 import base64
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -80,3 +81,17 @@ def test_an_unreachable_broker_is_unhealthy_and_keeps_no_connection():
     result = HealthCheckRunner([check], timeout=5).run()[0]
     assert result.status is Status.UNHEALTHY
     assert check._connection is None
+
+
+def test_closing_does_not_wait_for_a_probe_that_hangs(stack):
+    check = RabbitMQHealthCheck(stack.amqp_url, timeout=0.5)
+    check._lock.acquire()   # a probe stuck on an unresponsive broker holds it
+    try:
+        closing = threading.Thread(target=check.close)
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive()   # it gave up on the lock (0.5 s) instead of waiting for the probe
+        result = check.check()
+        assert result.status is Status.UNHEALTHY and "previous probe" in result.cause
+    finally:
+        check._lock.release()
