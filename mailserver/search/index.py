@@ -188,7 +188,8 @@ def bulk_index(client: OpenSearch, documents: Iterable[dict[str, Any]], *, write
     """
     if through_alias:
         targets = [write_alias]
-    targets = targets if targets is not None else write_targets(client, write_alias)
+    elif targets is None:
+        targets = write_targets(client, write_alias)
 
     def actions() -> Iterator[dict[str, Any]]:
         for document in documents:
