@@ -281,8 +281,12 @@ class MailboxManager:
             return AppendOnce(self.append(path, raw, internal_date=internal_date, is_delivery=is_delivery,
                                           message_id=message_id, body=body), finished=())
         finished: list[MessageMetadata] = []
+        target = self.mailboxes.find_by_path(path)
         for metadata in existing:
-            mailbox = self.mailboxes.find_by_id(metadata.mailbox_id)
+            # The target by its path entry (the truth), not by its row: a row can be missing
+            # while the mailbox lives (its creation cut short), and skipping would lose the copy.
+            mailbox = target if target is not None and target.id == metadata.mailbox_id \
+                else self.mailboxes.find_by_id(metadata.mailbox_id)
             if mailbox is None or self.messages.list(metadata.mailbox_id, metadata.uid, metadata.uid):
                 continue   # listed already, or its mailbox was deleted since
             self.messages.complete_add(metadata)

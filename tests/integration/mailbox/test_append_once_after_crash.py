@@ -48,3 +48,22 @@ def test_a_copy_left_half_written_is_finished_once(mailbox_ctx, faults):
     assert mailbox_ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
     recorder = next(x for x in mailbox_ctx.bus.listeners if isinstance(x, RecordingListener))
     assert len([e for e in recorder.of_type(Added) if e.user == user]) == 1   # announced once, when finished
+
+
+def test_a_copy_left_half_written_in_a_mailbox_without_its_row_is_finished(mailbox_ctx, cassandra, faults):
+    """The crash run that lost a mail: the INBOX's creation was cut short after its path entry, mail
+    kept arriving through the path, and a delivery redone after a crash found its half-written copy
+    in a mailbox it could not find by id; taking that for a deleted mailbox skipped the copy."""
+    user = Username.of(f"h{uuid.uuid4().hex[:10]}@example.com")
+    inbox = MailboxPath.inbox(user)
+    mailbox_id = mailbox_ctx.manager.create_mailbox(inbox)
+    chosen = MessageId.generate()
+    faults.fail("messageIdTable", kind="UPDATE")
+    with pytest.raises(InjectedWriteFailure):
+        mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
+    cassandra.execute("DELETE FROM mailbox WHERE id = ?", (mailbox_id.value,))   # the row never written
+
+    again = mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
+
+    assert again.appended is None and [m.uid for m in again.finished] == [1]
+    assert [m.message_id for m in mailbox_ctx.manager.get_messages(inbox)] == [chosen]

@@ -11,6 +11,8 @@ import uuid
 import pytest
 
 from mailserver.cassandra.faults import InjectedWriteFailure
+from mailserver.mailbox.cassandra_mailboxes import CassandraMailboxStore
+from mailserver.mailbox.wiring import cassandra_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.model.quota import QuotaRoot
@@ -33,6 +35,36 @@ def test_mailbox_row_missing_for_a_registered_path(mailbox_ctx, cassandra, fault
                                   (str(user),))
     assert len(path_rows) == 1
     assert cassandra.execute("SELECT id FROM mailbox WHERE id = ?", (path_rows[0]["mailboxid"],)) == []
+
+
+def test_a_lookup_by_path_writes_the_row_a_cut_short_creation_left_out(mailbox_ctx, cassandra, s3_blobs, faults,
+                                                                        user):
+    path = MailboxPath.inbox(user)
+    faults.fail("mailbox", kind="INSERT")
+    with pytest.raises(InjectedWriteFailure):
+        mailbox_ctx.manager.create_mailbox(path)
+    restarted = cassandra_context(cassandra, s3_blobs)     # another process: nothing remembered
+
+    found = restarted.manager.get_mailbox(path)
+
+    row = cassandra.one("SELECT mailboxbase, name, uidvalidity FROM mailbox WHERE id = ?", (found.id.value,))
+    assert row is not None and row["name"] == "INBOX" and row["mailboxbase"].user == str(user)
+    assert row["uidvalidity"] == found.uid_validity
+    assert restarted.manager.get_mailbox_by_id(found.id) == found     # search, IMAP: found by id too
+
+
+def test_a_lookup_racing_a_deletion_leaves_no_row_behind(mailbox_ctx, cassandra, faults, user):
+    """The row written for a path entry is removed again when the entry is gone by then (a deletion)."""
+    store = CassandraMailboxStore(cassandra)
+    path = MailboxPath.of(user, "Doomed")
+    faults.fail("mailbox", kind="INSERT")
+    with pytest.raises(InjectedWriteFailure):
+        store.create(path, 42)
+    entry = store.path_entry(path)
+    store.delete(entry)                                        # the path goes first, as in a deletion
+
+    assert store._finish_creation(entry) is False
+    assert cassandra.one("SELECT id FROM mailbox WHERE id = ?", (entry.id.value,)) is None
 
 
 def test_rename_interrupted_leaves_two_paths_for_one_mailbox(mailbox_ctx, cassandra, faults, user):
