@@ -80,8 +80,14 @@ class CassandraMailboxStore(MailboxStore):
         mailbox = self.path_entry(path)
         if mailbox is None or mailbox.id in self._rows_seen:
             return mailbox
-        if self.s.one(ROW_EXISTS, (mailbox.id.value,)) is None and not self._finish_creation(mailbox):
-            return None
+        if self.s.one(ROW_EXISTS, (mailbox.id.value,)) is None:
+            try:
+                if not self._finish_creation(mailbox):
+                    return None
+            except Exception:   # the lookup still answers by path, as before; the next one tries again
+                log.warning("could not write the missing row of mailbox %s (%s)", mailbox.id, mailbox.path,
+                            exc_info=True)
+                return mailbox
         self._remember_row(mailbox.id)
         return mailbox
 
@@ -103,6 +109,7 @@ class CassandraMailboxStore(MailboxStore):
         """
         self._write_row(mailbox)
         if self.path_entry(mailbox.path) != mailbox:
+            self._rows_seen.discard(mailbox.id)
             self.s.execute(DELETE_ROW, (mailbox.id.value,))
             return False
         log.warning("mailbox %s (%s) had a path entry but no row (a creation cut short): row written",

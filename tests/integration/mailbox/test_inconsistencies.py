@@ -53,6 +53,21 @@ def test_a_lookup_by_path_writes_the_row_a_cut_short_creation_left_out(mailbox_c
     assert restarted.manager.get_mailbox_by_id(found.id) == found     # search, IMAP: found by id too
 
 
+def test_a_lookup_that_cannot_write_the_missing_row_still_answers_and_the_next_one_writes_it(
+        mailbox_ctx, cassandra, faults, user):
+    store = CassandraMailboxStore(cassandra)
+    path = MailboxPath.of(user, "Later")
+    faults.fail("mailbox", kind="INSERT", times=2)      # the creation's row, then the first repair
+
+    with pytest.raises(InjectedWriteFailure):
+        store.create(path, 43)
+    first = store.find_by_path(path)
+    second = store.find_by_path(path)
+
+    assert first == second == store.path_entry(path)
+    assert store.find_by_id(first.id) == first
+
+
 def test_a_lookup_racing_a_deletion_leaves_no_row_behind(mailbox_ctx, cassandra, faults, user):
     """The row written for a path entry is removed again when the entry is gone by then (a deletion)."""
     store = CassandraMailboxStore(cassandra)
