@@ -29,7 +29,6 @@ SELECT_PATH = "SELECT mailboxId, uidvalidity FROM mailboxPathV3 WHERE namespace 
 INSERT_ROW = "INSERT INTO mailbox (id, mailboxbase, name, uidvalidity) VALUES (?, ?, ?, ?)"
 DELETE_ROW = "DELETE FROM mailbox WHERE id = ?"
 SELECT_ROW = "SELECT id, mailboxbase, name, uidvalidity FROM mailbox WHERE id = ?"
-ROW_EXISTS = "SELECT id FROM mailbox WHERE id = ?"
 # Mailbox ids whose row a lookup has seen: past the first lookup, no extra read (a row is only
 # deleted with its path, after which the path lookup finds nothing). Bounded; cleared when full.
 ROWS_SEEN_LIMIT = 100_000
@@ -80,7 +79,7 @@ class CassandraMailboxStore(MailboxStore):
         mailbox = self.path_entry(path)
         if mailbox is None or mailbox.id in self._rows_seen:
             return mailbox
-        if self.s.one(ROW_EXISTS, (mailbox.id.value,)) is None:
+        if self.find_by_id(mailbox.id) is None:
             try:
                 if not self._finish_creation(mailbox):
                     return None
