@@ -187,9 +187,10 @@ class RabbitMQEventBus(EventBus):
 class _Consumer(threading.Thread):
     """One connection whose I/O loop receives deliveries; listeners run on a bounded pool.
 
-    Acks go back through ``add_callback_threadsafe`` (the connection belongs to this thread). On
-    stop, consumers are cancelled first, in-flight work finishes and is acked, then the
-    connection closes (prefetched, unstarted messages go back to their queue).
+    Acks go back through ``add_callback_threadsafe`` (the connection belongs to this thread),
+    several per wake-up (``_Replies``). On stop, consumers are cancelled first, in-flight work
+    finishes and is acked, then the connection closes (prefetched, unstarted messages go back to
+    their queue).
     """
 
     def __init__(self, bus: RabbitMQEventBus) -> None:
@@ -200,6 +201,7 @@ class _Consumer(threading.Thread):
         self._in_flight = 0
         self._lock = threading.Lock()
         self.connection: Any = None
+        self.replies: _Replies | None = None   # the acks of the current connection
         self.ready = threading.Event()
 
     def run(self) -> None:
@@ -227,6 +229,7 @@ class _Consumer(threading.Thread):
             for group in bus.listeners:
                 tags.append(channel.basic_consume(bus.names.work_queue(group),
                                                   functools.partial(self._on_message, group)))
+            self.replies = _Replies(connection)
             self.ready.set()
             while not self._stopping.is_set():
                 connection.process_data_events(time_limit=1)
@@ -257,9 +260,11 @@ class _Consumer(threading.Thread):
             retry_count = 0
         with self._lock:
             self._in_flight += 1
-        self.pool.submit(self._work, channel, method.delivery_tag, retry_group, retry_count, body)
+        assert self.replies is not None   # set before the first delivery, on this thread
+        self.pool.submit(self._work, self.replies, channel, method.delivery_tag, retry_group, retry_count, body)
 
-    def _work(self, channel: Any, tag: int, retry_group: str | None, retry_count: int, body: bytes) -> None:
+    def _work(self, replies: _Replies, channel: Any, tag: int, retry_group: str | None, retry_count: int,
+              body: bytes) -> None:
         try:
             # James waits in-process before a retry; the stop event cuts the wait short (the message
             # is then left unacknowledged and comes back to a consumer later).
@@ -271,31 +276,59 @@ class _Consumer(threading.Thread):
                 self.bus.handle_delivery(body, retry_group, retry_count)
             except EventDeserializationError as exc:
                 log.error("undecodable event bus message rejected to %s: %s", self.bus.names.dead_letter_queue, exc)
-                self._reply(functools.partial(channel.basic_nack, tag, requeue=False))
+                replies.send(functools.partial(channel.basic_nack, tag, requeue=False))
                 return
             except Exception:   # e.g. dead letters unreachable: give the message back, lose nothing
                 log.exception("event bus delivery failed; requeued")
                 self._stopping.wait(1.0)
-                self._reply(functools.partial(channel.basic_nack, tag, requeue=True))
+                replies.send(functools.partial(channel.basic_nack, tag, requeue=True))
                 return
-            self._reply(functools.partial(channel.basic_ack, tag))
+            replies.send(functools.partial(channel.basic_ack, tag))
         finally:
             with self._lock:
                 self._in_flight -= 1
 
-    def _reply(self, action: Callable[[], None]) -> None:
-        connection = self.connection
+    def stop(self, timeout: float) -> None:
+        self._stopping.set()
+        self.join(timeout)
 
-        def guarded() -> None:
+
+class _Replies:
+    """Acks and nacks of one connection, sent by its I/O thread, several per wake-up.
+
+    A listener thread cannot use the channel (pika connections are not thread-safe), so each
+    reply was a callback handed to the connection's thread: a wake-up of that thread per message
+    (issue 16). Replies now queue here and one callback sends all that are queued when it runs;
+    another is scheduled only when none is pending. A reply queued for a connection that died is
+    dropped: the broker gives its unacknowledged messages to a consumer again.
+    """
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self._lock = threading.Lock()
+        self._queued: list[Callable[[], None]] = []
+        self._scheduled = False
+
+    def send(self, action: Callable[[], None]) -> None:
+        with self._lock:
+            self._queued.append(action)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self.connection.add_callback_threadsafe(self._send_queued)
+        except Exception:  # the connection died: the broker requeued the messages already
+            with self._lock:
+                self._scheduled = False
+                self._queued.clear()
+            log.warning("connection closed before ack: the message will be delivered again")
+
+    def _send_queued(self) -> None:
+        with self._lock:
+            actions, self._queued = self._queued, []
+            self._scheduled = False
+        for action in actions:
             try:
                 action()
             except (px.ChannelClosed, px.ChannelWrongStateError, px.ConnectionClosed):
                 log.warning("ack/nack on a closed channel: the broker delivers the message again")
-        try:
-            connection.add_callback_threadsafe(guarded)
-        except Exception:  # the connection died: the broker requeued the message already
-            log.warning("connection closed before ack: the message will be delivered again")
-
-    def stop(self, timeout: float) -> None:
-        self._stopping.set()
-        self.join(timeout)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from mailserver.blob.api import BlobStore
 from mailserver.events.api import EventListener
+from mailserver.events.latest_only import LatestOnly
 from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
 from mailserver.mailbox.store import AppliedEvent, FastViewStore, MessageStore, QuotaStore
 from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent, QuotaUsageUpdatedEvent
@@ -28,6 +29,9 @@ class CurrentQuotaUpdater(EventListener):
     limits (user, else domain, else global) and the limit each scope defines, as James does
     (quota-ratio indexing and threshold mailing consume it). Counting is not idempotent: the store
     records the event with its counts, so an event delivered again after a crash is counted once.
+    Changes counted while the same root's usage is being published are published together, with
+    the usage read after them (``LatestOnly``): under load, fewer events than changes, the newest
+    usage always last.
     """
 
     group = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
@@ -35,6 +39,8 @@ class CurrentQuotaUpdater(EventListener):
     def __init__(self, quota: QuotaStore, publish: Callable[[MailboxEvent], None] | None = None) -> None:
         self.quota = quota
         self.publish = publish
+        # Changes of one root counted while its usage is being published fold into one more publication.
+        self.publications: LatestOnly[QuotaRoot] = LatestOnly()
 
     def accepts(self, event: MailboxEvent) -> bool:
         return isinstance(event, Added | Expunged | MailboxDeletion)
@@ -51,11 +57,15 @@ class CurrentQuotaUpdater(EventListener):
             return
         self.quota.increase(root, delta, once=AppliedEvent(self.group, event.event_id))
         if self.publish is not None:
-            by_scope = self.quota.limits_by_scope(root)
-            self.publish(QuotaUsageUpdatedEvent(
-                user=event.user, quota_root=root, usage=self.quota.current(root), limits=effective_limits(by_scope),
-                count_limits={s: v.count for s, v in by_scope.items() if v.count is not None},
-                size_limits={s: v.size for s, v in by_scope.items() if v.size is not None}))
+            self.publications.run(root, lambda: self._publish_usage(event, root))
+
+    def _publish_usage(self, event: MailboxEvent, root: QuotaRoot) -> None:
+        assert self.publish is not None
+        by_scope = self.quota.limits_by_scope(root)
+        self.publish(QuotaUsageUpdatedEvent(
+            user=event.user, quota_root=root, usage=self.quota.current(root), limits=effective_limits(by_scope),
+            count_limits={s: v.count for s, v in by_scope.items() if v.count is not None},
+            size_limits={s: v.size for s, v in by_scope.items() if v.size is not None}))
 
 
 class FastViewProjectionListener(EventListener):

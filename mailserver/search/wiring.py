@@ -11,6 +11,7 @@ import logging
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.search.api import SearchIndex, SearchIndexError
 from mailserver.search.config import DEFAULT_DOCUMENT_OPTIONS, DocumentOptions, SearchConfig
+from mailserver.search.group_commit import GroupCommitSearchIndex
 from mailserver.search.listener import OpenSearchListeningMessageSearchIndex
 from mailserver.search.memory import MemorySearchIndex
 
@@ -44,5 +45,6 @@ def opensearch_search(context: MailboxContext, config: SearchConfig, *, threads:
         index.ensure()
     except SearchIndexError as error:   # search is off the mail path: start anyway, indexing retries
         log.warning("search index not ensured at start (%s); the indexing listener will retry", error)
-    register_search(context, index, config.documents)
+    # The listener's threads write through one group commit: concurrent Added events share a bulk request.
+    register_search(context, GroupCommitSearchIndex(index), config.documents)
     return index
