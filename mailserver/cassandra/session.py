@@ -7,7 +7,7 @@ lightweight transactions as James does), prepared-statement caching, and the fau
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cassandra import ConsistencyLevel
@@ -83,6 +83,26 @@ class CassandraSession:
         profile = LWT_PROFILE if strong else EXEC_PROFILE_DEFAULT
         statement = self.prepare(cql) if prepared and params is not None else cql
         return list(self.session.execute(statement, params, execution_profile=profile))
+
+    def start(self, cql: str, params: Sequence[Any]) -> Callable[[], None]:
+        """Send a write now; returns the function that waits for its answer and raises its failure.
+
+        For a caller that overlaps the write with other I/O (the mail queue publishes to RabbitMQ
+        meanwhile, as James does). An injected fault surfaces at the wait, as a real failure would.
+        """
+        try:
+            self.faults.check(cql)
+        except Exception as exc:
+            failure = exc
+
+            def failed() -> None:
+                raise failure
+            return failed
+        future = self.session.execute_async(self.prepare(cql), params)
+
+        def wait() -> None:
+            future.result()
+        return wait
 
     def execute_concurrently(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Independent writes sent together and awaited together (James merges them the same way).

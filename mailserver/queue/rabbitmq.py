@@ -332,8 +332,15 @@ class DistributedMailQueue(MailQueue):
         now = self._f.now()
         try:
             body = serialize_reference(MailReference(enqueue_id, stored))
-            self.view.store(enqueue_id, stored, now, now + timedelta(milliseconds=millis) if millis else None)
-            self._publish(body, content.size, now, millis)
+            # The view row and the publish at the same time, as James: on the failure of either the
+            # entry is marked deleted (a published reference is then dropped at dequeue) and its
+            # blobs go, so a refused mail is never delivered.
+            view_written = self.view.start_store(enqueue_id, stored, now,
+                                                 now + timedelta(milliseconds=millis) if millis else None)
+            try:
+                self._publish(body, content.size, now, millis)
+            finally:
+                view_written()
         except Exception as exc:
             self._abort(enqueue_id, content if owned else None)
             raise MailQueueError(f"queue {self.name}: enqueue of {mail.name} failed: {exc!r}") from exc

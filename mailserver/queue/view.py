@@ -122,13 +122,18 @@ class CassandraMailQueueView:
     # ------------------------------------------------------------------ writes
     def store(self, enqueue_id: uuid.UUID, mail: Mail, enqueued_time: datetime,
               next_delivery: datetime | None = None) -> None:
+        self.start_store(enqueue_id, mail, enqueued_time, next_delivery)()
+
+    def start_store(self, enqueue_id: uuid.UUID, mail: Mail, enqueued_time: datetime,
+                    next_delivery: datetime | None = None) -> Callable[[], None]:
+        """``store``, sent now; returns the function that waits for it (and raises its failure)."""
         attributes = serialize_attributes(mail)
         attributes.pop(NEXT_DELIVERY_ATTRIBUTE, None)
         if next_delivery is not None:
             attributes[NEXT_DELIVERY_ATTRIBUTE] = (
                 '{"serializer":"DateSerializer","value":"' + format_instant(next_delivery) + '"}')
         headers = [(h.recipient, h.name, h.value) for h in mail.per_recipient_headers] or None
-        self.s.execute(INSERT_ENQUEUED, (
+        return self.s.start(INSERT_ENQUEUED, (
             self.queue_name, slice_start(enqueued_time, self.slice_window), bucket_of(mail.name, self.bucket_count),
             enqueue_id, _ms(enqueued_time), mail.name, mail.state, mail.content.header_blob_id,
             mail.content.body_blob_id, {k: v.encode("utf-8") for k, v in attributes.items()} or None,
