@@ -78,7 +78,7 @@ class SmtpRole(Role):
                             maintenance=lambda: not backends.guard.smtp_allowed(),
                             maintenance_known=backends.guard.in_maintenance_if_known, metrics=backends.metrics,
                             rewriter=container.context.rewriter, postmaster=container.context.postmaster)
-        self.thread = SmtpServerThread(server)
+        self.thread = SmtpServerThread(server, event_loop=settings.event_loop)
 
     @property
     def port(self) -> int:
@@ -106,7 +106,7 @@ class ImapRole(Role):
         server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
                             subscriptions=CassandraSubscriptionStore(backends.session),
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
-        self.thread = ImapServerThread(server)
+        self.thread = ImapServerThread(server, event_loop=settings.event_loop)
 
     @property
     def port(self) -> int:

@@ -20,6 +20,7 @@ from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
+from mailserver.runtime.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
 from mailserver.search.config import SearchConfig
 from mailserver.smtp.config import SmtpConfig
 from mailserver.vault.config import VaultConfiguration
@@ -153,6 +154,8 @@ class ServeSettings:
     users_cache_seconds: float = 10.0
     # Recipient rewrite mappings, two reads per recipient; 0 disables (rrt/cached.py). James has no such cache.
     rrt_cache_seconds: float = 10.0
+    # The SMTP and IMAP servers' event loop: uvloop, or asyncio (the standard library's) to compare.
+    event_loop: str = DEFAULT_EVENT_LOOP
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -225,6 +228,7 @@ class ServeSettings:
             quota_limits_cache_seconds=read.non_negative("MAILSERVER_QUOTA_LIMITS_READ_CACHE_MS", 10_000) / 1000,
             users_cache_seconds=read.non_negative("MAILSERVER_USERS_READ_CACHE_MS", 10_000) / 1000,
             rrt_cache_seconds=read.non_negative("MAILSERVER_RRT_READ_CACHE_MS", 10_000) / 1000,
+            event_loop=read.one_of("MAILSERVER_EVENT_LOOP", tuple(EVENT_LOOPS), DEFAULT_EVENT_LOOP),
         )
 
 
@@ -282,6 +286,12 @@ class _Reader:
     def size(self, name: str, default: int) -> int:
         value = self.optional(name)
         return default if value is None else parse_size(value, name)
+
+    def one_of(self, name: str, choices: tuple[str, ...], default: str) -> str:
+        value = (self.optional(name) or default).lower()
+        if value not in choices:
+            raise SettingsError(f"{name}: {value!r} is not one of {', '.join(choices)}")
+        return value
 
     def boolean(self, name: str, default: bool) -> bool:
         value = self.optional(name)
