@@ -220,6 +220,7 @@ class _Consumer(threading.Thread):
     def _consume(self) -> None:
         bus = self.bus
         self.connection = connection = pika.BlockingConnection(pika.URLParameters(bus.amqp_url))
+        self.replies = _Replies(connection)   # before any delivery can arrive on it
         try:
             channel = connection.channel()
             channel.basic_qos(prefetch_count=bus.concurrency)
@@ -229,7 +230,6 @@ class _Consumer(threading.Thread):
             for group in bus.listeners:
                 tags.append(channel.basic_consume(bus.names.work_queue(group),
                                                   functools.partial(self._on_message, group)))
-            self.replies = _Replies(connection)
             self.ready.set()
             while not self._stopping.is_set():
                 connection.process_data_events(time_limit=1)
