@@ -41,7 +41,7 @@ class _Turn:
         self.woken = threading.Event()
         self.written = False           # False when woken: this caller writes the next batch
         self.report: BulkReport | None = None
-        self.error: Exception | None = None
+        self.error: BaseException | None = None
 
 
 class GroupCommitSearchIndex(SearchIndex):
@@ -73,26 +73,35 @@ class GroupCommitSearchIndex(SearchIndex):
         return turn.report
 
     def _write_batches_until(self, own: _Turn) -> None:
-        """Write queued batches until ``own``'s is written, then wake the next caller to write."""
-        while not own.written:
-            batch = self._next_batch()
-            documents = [d for turn in batch for d in turn.documents]
-            try:
-                self.requests += 1
-                report, error = self.inner.index_documents(documents), None
-            except Exception as exc:   # every caller in the batch gets the failure; each event is retried
-                report, error = None, exc
-            for turn in batch:
-                turn.report = _own_part(report, turn.ids) if report is not None else None
-                turn.error = error
-                turn.written = True
-                if turn is not own:
-                    turn.woken.set()
-        with self._lock:
-            if self._waiting:
-                self._waiting[0].woken.set()   # not written: it writes the next batch
-            else:
-                self._writing = False
+        """Write queued batches until ``own``'s is written, then wake the next caller to write.
+
+        The hand-off happens whatever the write raised: a caller left waiting would wait forever.
+        """
+        try:
+            while not own.written:
+                batch = self._next_batch()
+                documents = [d for turn in batch for d in turn.documents]
+                report: BulkReport | None = None
+                error: BaseException | None = None
+                try:
+                    self.requests += 1
+                    report = self.inner.index_documents(documents)
+                except BaseException as exc:   # every caller in the batch gets it; each event is retried
+                    error = exc
+                for turn in batch:
+                    turn.report = _own_part(report, turn.ids) if report is not None else None
+                    turn.error = error
+                    turn.written = True
+                    if turn is not own:
+                        turn.woken.set()
+        finally:
+            with self._lock:
+                if self._waiting:
+                    self._waiting[0].woken.set()   # not written: it writes the next batch
+                else:
+                    self._writing = False
+        if own.error is not None and not isinstance(own.error, Exception):
+            raise own.error   # an interrupt stays an interrupt in the thread it hit
 
     def _next_batch(self) -> list[_Turn]:
         with self._lock:

@@ -163,3 +163,35 @@ def test_no_documents_makes_no_request():
 def test_max_documents_must_be_positive():
     with pytest.raises(ValueError):
         GroupCommitSearchIndex(MemorySearchIndex(), max_documents=0)
+
+
+def test_an_interrupt_in_the_writer_leaves_no_caller_waiting():
+    class Interrupted(BaseException):
+        pass
+
+    class InterruptedIndex(GatedIndex):
+        interrupt = True
+
+        def index_documents(self, documents):
+            report = super().index_documents(documents)
+            if self.interrupt:
+                raise Interrupted()
+            return report
+
+    inner = InterruptedIndex()
+    index = GroupCommitSearchIndex(inner)
+    pool = ThreadPoolExecutor(max_workers=3)
+    first = pool.submit(index.index_documents, [doc(1)])
+    assert inner.entered.wait(5)
+    second = pool.submit(index.index_documents, [doc(2)])
+    deadline = time.monotonic() + 5
+    while not index._waiting and time.monotonic() < deadline:
+        time.sleep(0.01)
+    inner.gate.set()
+    with pytest.raises(Interrupted):
+        first.result(5)
+    with pytest.raises(Interrupted):
+        second.result(5)   # handed the next turn, it wrote its own batch and was interrupted too
+    inner.interrupt = False
+    assert pool.submit(index.index_documents, [doc(3)]).result(5).succeeded == 1
+    pool.shutdown()
