@@ -110,17 +110,11 @@ class CassandraSession:
         Every statement is attempted even when another fails; the first failure is raised once all
         have answered, so a caller sees what it would have seen doing them one by one.
         """
-        futures, failure = [], None
-        for cql, params in statements:
+        waits = [self.start(cql, params) for cql, params in statements]
+        failure = None
+        for wait in waits:
             try:
-                self.faults.check(cql)
-            except Exception as exc:   # the fault seam: this one fails, the others still run
-                failure = failure or exc
-                continue
-            futures.append(self.session.execute_async(self.prepare(cql), params))
-        for future in futures:
-            try:
-                future.result()
+                wait()
             except Exception as exc:
                 failure = failure or exc
         if failure is not None:

@@ -26,7 +26,7 @@ class LatestOnly(Generic[K]):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._again: dict[K, bool] = {}   # keys being run -> whether a request came meanwhile
-        self.folded = 0                   # requests taken by a run in progress (metrics, tests)
+        self.folded = 0                   # requests taken by a run in progress (tests)
 
     def run(self, key: K, action: Callable[[], None]) -> bool:
         """Run ``action`` for ``key``, or leave it to the run in progress; True when this caller ran it."""

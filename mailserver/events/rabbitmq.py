@@ -200,7 +200,6 @@ class _Consumer(threading.Thread):
         self._stopping = threading.Event()
         self._in_flight = 0
         self._lock = threading.Lock()
-        self.connection: Any = None
         self.replies: _Replies | None = None   # the acks of the current connection
         self.ready = threading.Event()
 
@@ -219,7 +218,7 @@ class _Consumer(threading.Thread):
 
     def _consume(self) -> None:
         bus = self.bus
-        self.connection = connection = pika.BlockingConnection(pika.URLParameters(bus.amqp_url))
+        connection = pika.BlockingConnection(pika.URLParameters(bus.amqp_url))
         self.replies = _Replies(connection)   # before any delivery can arrive on it
         try:
             channel = connection.channel()

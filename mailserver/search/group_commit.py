@@ -53,7 +53,7 @@ class GroupCommitSearchIndex(SearchIndex):
         self._lock = threading.Lock()
         self._waiting: deque[_Turn] = deque()
         self._writing = False          # invariant: not writing => nobody waiting
-        self.requests = 0              # bulk requests made (what the batching saves, for tests and benchmarks)
+        self.requests = 0              # bulk requests made: what the batching saves (tests)
 
     def index_documents(self, documents: Iterable[dict[str, Any]]) -> BulkReport:
         turn = _Turn(list(documents))
