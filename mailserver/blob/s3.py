@@ -12,8 +12,8 @@ the defaults (5 MiB parts, 2 at a time), whatever the size of the message; the p
 measured for a 50 MB message is 20-26 MiB (tests/integration/blob/test_s3_large_blob_memory.py).
 Reads stream the response body (under 1 MiB of growth for the same message).
 
-Content up to 1 MiB and deletes go through ``DirectS3`` when an endpoint is configured: the
-same signed requests for half the CPU (``s3_direct.py``).
+Saves of content up to 1 MiB, reads, existence checks and deletes go through ``DirectS3`` when
+an endpoint is configured: the same signed requests for half the CPU (``s3_direct.py``).
 
 S3Proxy (the local stack) needs path-style addressing and no checksum headers beyond what an
 operation requires; it also refuses multi-object delete, so bucket deletion falls back to
@@ -158,7 +158,8 @@ class S3BlobStore(BlobStore):
         self.config = config
         self._s3 = client if client is not None else make_client(config)
         self._transfer = _transfer_config(config)
-        # The per-mail PUTs and DELETEs, where boto3's per-request CPU showed (s3_direct.py).
+        # The per-mail requests (small PUTs, GETs, HEADs, DELETEs), where boto3's per-request CPU showed
+        # (s3_direct.py).
         self._direct = DirectS3(
             config.endpoint_url, config.access_key or "", config.secret_key or "", config.region,
             pool_size=config.max_pool_connections, connect_timeout=config.connect_timeout,
@@ -224,8 +225,10 @@ class S3BlobStore(BlobStore):
         what = f"reading {blob_id} from {name}"
         with _translated(what):
             try:
+                if self._direct is not None:
+                    return BlobStream(_Body(self._direct.get_object(name, blob_id.value), what))
                 response = self._s3.get_object(Bucket=name, Key=blob_id.value)
-            except ClientError as exc:
+            except (ClientError, S3Error) as exc:
                 if _code(exc) in _NOT_FOUND:
                     raise BlobNotFound(bucket, blob_id) from None
                 raise
@@ -235,8 +238,11 @@ class S3BlobStore(BlobStore):
         name = self.resolve(bucket)
         with _translated(f"looking for {blob_id} in {name}"):
             try:
-                self._s3.head_object(Bucket=name, Key=blob_id.value)
-            except ClientError as exc:
+                if self._direct is not None:
+                    self._direct.head_object(name, blob_id.value)
+                else:
+                    self._s3.head_object(Bucket=name, Key=blob_id.value)
+            except (ClientError, S3Error) as exc:
                 if _code(exc) in _NOT_FOUND:
                     return False
                 raise

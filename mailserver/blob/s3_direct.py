@@ -1,11 +1,12 @@
-"""The two S3 requests every mail makes, sent without boto3's client machinery.
+"""The S3 requests of the mail flow (PUT, GET, HEAD, DELETE of one object), sent without boto3's client machinery.
 
 Why: each delivered mail costs three small PUTs and one DELETE (two blobs at intake, the stored
-header, the spool entry's header once delivered). Through a boto3 client each request spent
-0.6-0.8 ms of CPU in botocore (parameter handling, endpoint rules, user agent, event hooks,
-response parsing) where the same request, signed by botocore's own SigV4 signer and sent with
-urllib3, spends 0.3-0.4 ms (issue 16, ``docs/benchmarks.md``). Everything else (multipart
-uploads, reads, listings, buckets) stays on the boto3 client.
+header, the spool entry's header once delivered), and a process that did not write the mail
+itself (roles in processes of their own) reads it back with a HEAD and a GET per blob. Through a
+boto3 client each request spent 0.6-0.8 ms of CPU in botocore (parameter handling, endpoint
+rules, user agent, event hooks, response parsing) where the same request, signed by botocore's
+own SigV4 signer and sent with urllib3, spends 0.3-0.4 ms (issue 16, ``docs/benchmarks.md``).
+Everything else (multipart uploads, listings, buckets) stays on the boto3 client.
 
 Only for an explicit endpoint with path-style addressing (S3Proxy, MinIO, Ceph, ... as the
 local stack's): AWS itself, with its virtual-host and regional endpoint rules, keeps boto3.
@@ -63,13 +64,43 @@ class DirectS3:
     def delete_object(self, bucket: str, key: str) -> None:
         self._send("DELETE", bucket, key, None)
 
-    def _send_once(self, method: str, bucket: str, key: str, body: bytes | None) -> None:
+    def head_object(self, bucket: str, key: str) -> None:
+        """Raises S3Error (status 404, code ``404``: a HEAD answer has no body) when there is no such object."""
+        self._send("HEAD", bucket, key, None)
+
+    def get_object(self, bucket: str, key: str) -> ObjectBody:
+        """The object's content as a stream: read it, then close it (which gives the connection back)."""
+        return ObjectBody(self._send("GET", bucket, key, None, stream=True))
+
+    def _send_once(self, method: str, bucket: str, key: str, body: bytes | None, *,
+                   stream: bool = False) -> urllib3.BaseHTTPResponse:
         path = f"/{bucket}/{quote(key, safe='')}"
         url = self._base + path
         headers = {"Content-Length": str(len(body))} if body is not None else {}
         request = AWSRequest(method=method, url=url, data=body if body is not None else b"", headers=headers)
         self._signer.add_auth(request)   # SigV4, with the payload's SHA-256 as botocore sends it over HTTP
-        response = self._http.request(method, url, body=body, headers=dict(request.headers.items()))
+        response = self._http.request(method, url, body=body, headers=dict(request.headers.items()),
+                                      preload_content=not stream)
         if response.status >= 300:
-            found = _CODE.search(response.data or b"")
+            found = _CODE.search(response.data or b"")   # reads (and so frees) a streamed error body too
+            response.release_conn()
             raise S3Error(method, path, response.status, found.group(1).decode() if found else str(response.status))
+        return response
+
+
+class ObjectBody:
+    """A GET's response body, read as it arrives."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+
+    def read(self, size: int = -1) -> bytes:
+        return self._response.read() if size < 0 else self._response.read(size)
+
+    def close(self) -> None:
+        # Read to the end: the connection goes back to the pool. Left part-way: it is closed, as
+        # reading the rest of a large blob nobody wants would cost more than a new connection.
+        if self._response.length_remaining:
+            self._response.close()
+        else:
+            self._response.release_conn()

@@ -78,10 +78,15 @@ def test_unreachable_server_is_a_blob_store_error(s3_config):
 
 
 def test_refused_credentials_are_a_blob_store_error_naming_the_s3_code(stack, s3_config):
-    """Saves and deletes of small blobs go through DirectS3: S3's refusal reaches the caller as the port's error."""
+    """Saves, reads, existence checks and deletes go through DirectS3: S3's refusal reaches the caller as the
+    port's error (a HEAD's answer has no body, so only its status names it)."""
     wrong = S3BlobStore(S3Config(stack.s3_endpoint, stack.s3_access_key, "not-the-secret",
                                  default_bucket=s3_config.default_bucket, max_attempts=1))
     with pytest.raises(BlobStoreError, match=r"SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId"):
         wrong.save(wrong.default_bucket, b"x")
     with pytest.raises(BlobStoreError, match=r"SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId"):
         wrong.delete(wrong.default_bucket, "some-blob")
+    with pytest.raises(BlobStoreError, match=r"SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId"):
+        wrong.read(wrong.default_bucket, "some-blob")
+    with pytest.raises(BlobStoreError, match=r"403"):
+        wrong.exists(wrong.default_bucket, "some-blob")

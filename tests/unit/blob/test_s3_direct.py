@@ -10,6 +10,8 @@ import pytest
 
 from mailserver.blob.s3_direct import DirectS3, S3Error
 
+NO_SUCH_KEY = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code>'
+               b"<Message>The specified key does not exist.</Message></Error>")
 NO_SUCH_BUCKET = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket</Code>'
                   b"<Message>The specified bucket does not exist</Message></Error>")
 
@@ -25,6 +27,7 @@ class ScriptedS3(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: ScriptedS3
+    protocol_version = "HTTP/1.1"   # keep-alive: the client's pool reuses connections, as with S3
 
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -36,7 +39,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    do_PUT = do_DELETE = _answer
+    def do_HEAD(self) -> None:
+        self.server.requests.append((self.command, self.path, dict(self.headers.items()), b""))
+        status, payload = self.server.replies.pop(0) if self.server.replies else (200, b"")
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(payload)))   # a HEAD announces a length, sends no body
+        self.end_headers()
+
+    do_PUT = do_DELETE = do_GET = _answer
 
     def log_message(self, *_args: object) -> None:
         pass
@@ -86,3 +96,47 @@ def test_a_server_error_is_tried_again_up_to_max_attempts(server):
     with pytest.raises(S3Error, match="SlowDown"):
         client(server, attempts=2).put_object("bucket", "k", b"x")
     assert len(server.requests) == 2
+
+
+def test_a_get_streams_the_object_and_gives_the_connection_back(server):
+    s3 = client(server)
+    server.replies = [(200, b"x" * 100_000), (200, b"second")]
+    body = s3.get_object("bucket", "blob/1")
+    assert body.read(10) == b"x" * 10
+    assert body.read() == b"x" * 99_990
+    body.close()
+    second = s3.get_object("bucket", "blob/2")
+    assert second.read() == b"second"
+    second.close()
+    assert [(m, p) for m, p, _, _ in server.requests] == [("GET", "/bucket/blob%2F1"), ("GET", "/bucket/blob%2F2")]
+    assert server.requests[0][2]["Authorization"].startswith("AWS4-HMAC-SHA256 ")
+
+
+def test_a_get_closed_part_way_leaves_the_next_request_whole(server):
+    s3 = client(server)
+    server.replies = [(200, b"a" * 200_000), (200, b"next")]
+    body = s3.get_object("bucket", "big")
+    assert body.read(5) == b"aaaaa"
+    body.close()   # the rest is never read: that connection must not carry the next answer
+    again = s3.get_object("bucket", "small")
+    assert again.read() == b"next"
+    again.close()
+
+
+def test_a_missing_object_is_an_s3_error_with_its_code(server):
+    server.replies = [(404, NO_SUCH_KEY), (200, b"after")]
+    s3 = client(server)
+    with pytest.raises(S3Error) as raised:
+        s3.get_object("bucket", "gone")
+    assert (raised.value.status, raised.value.code) == (404, "NoSuchKey")
+    assert s3.get_object("bucket", "there").read() == b"after"   # the error's body was read off the connection
+
+
+def test_a_head_answers_existence_by_status(server):
+    s3 = client(server)
+    server.replies = [(200, b"12345"), (404, b"")]
+    s3.head_object("bucket", "there")
+    with pytest.raises(S3Error) as raised:
+        s3.head_object("bucket", "gone")
+    assert (raised.value.status, raised.value.code) == (404, "404")   # no body: the status is the code
+    assert [m for m, *_ in server.requests] == ["HEAD", "HEAD"]
