@@ -120,6 +120,23 @@ class CassandraSession:
         if failure is not None:
             raise failure
 
+    def execute_partition_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Writes to rows of one partition key, in tables of one keyspace, as one unlogged batch.
+
+        Cassandra applies such a batch as a single mutation (one commit-log entry, all or nothing,
+        no batch log), for one request instead of one per table. A batch mixing partition keys
+        would lose that, so do not send one here. A fault injected into any statement fails the
+        batch before anything is sent, as the server would fail it whole.
+        """
+        if len(statements) == 1:
+            self.execute(*statements[0])
+            return
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        for cql, params in statements:
+            self.faults.check(cql)
+            batch.add(self.prepare(cql), params)
+        self.session.execute(batch)
+
     def execute_counter_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Counter updates sent as one request: a client dying after sending it cannot split them."""
         batch = BatchStatement(batch_type=BatchType.COUNTER)

@@ -1,6 +1,6 @@
 """Message storage on James's tables, in James's write order (CassandraMessageMapper).
 
-add:    imapUidTable (truth, LWT) -> messageIdTable (projection) -> index tables and counters
+add:    imapUidTable (truth, LWT) -> messageIdTable (projection) with the index tables, one batch -> counters
 flags:  imapUidTable ``IF modSeq = old`` (LWT) -> messageIdTable -> index tables and counters
 delete: imapUidTable -> messageIdTable -> index tables and counters
 A failure between two of these writes leaves exactly the inconsistencies the operator guide
@@ -13,10 +13,11 @@ import hashlib
 import threading
 import uuid
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from mailserver.cassandra.session import CassandraSession
+from mailserver.group_commit import GroupCommit
 from mailserver.mailbox.errors import ConcurrentModification
 from mailserver.mailbox.recent_contents import RecentContents
 from mailserver.mailbox.store import MailboxCounters, MessageStore
@@ -30,7 +31,17 @@ METADATA_COLUMNS = ["threadId", "modSeq", *FLAG_COLUMNS.values(), "flagUser", "u
 LWT_RETRIES = 100
 COUNT = "UPDATE mailboxCounters SET count = count + ?, unseen = unseen + ? WHERE mailboxId = ?"
 LAST_ALLOCATED_KEPT = 10_000   # mailboxes whose last uid/modseq this process remembers
-ALLOCATION_STRIPES = 64        # in-process locks that queue the allocations of one mailbox
+ALLOCATION_STRIPES = 64        # in-process group commits that queue the allocations of one mailbox
+ALLOCATION_BATCH_MAX = 256     # values one compare-and-set reserves for the threads asking together
+
+
+@dataclass(frozen=True)
+class _Ask:
+    key: tuple[str, object]
+    table: str
+    column: str
+    mailbox_id: MailboxId
+    count: int
 
 
 def metadata_values(m: MessageMetadata) -> list:
@@ -55,7 +66,9 @@ class CassandraMessageStore(MessageStore):
         self.recent = recent if recent is not None else RecentContents()
         self._last_allocated: OrderedDict[tuple[str, object], int] = OrderedDict()
         self._allocated_lock = threading.Lock()
-        self._allocation_stripes = [threading.Lock() for _ in range(ALLOCATION_STRIPES)]
+        # One batch at a time per stripe, so one mailbox's counter is never allocated twice at once.
+        self._allocations = [GroupCommit(self._allocate_batch, max_weight=ALLOCATION_BATCH_MAX,
+                                         weight=lambda ask: ask.count) for _ in range(ALLOCATION_STRIPES)]
         cols = ", ".join(METADATA_COLUMNS)
         marks = ", ".join("?" for _ in METADATA_COLUMNS)
         self._insert_imap_uid = (f"INSERT INTO imapUidTable (messageId, mailboxId, uid, {cols}) "
@@ -69,17 +82,49 @@ class CassandraMessageStore(MessageStore):
 
     # -- generators (LWT compare-and-set, as CassandraUidProvider / CassandraModSeqProvider) -----
     def _allocate(self, table: str, column: str, mailbox_id: MailboxId, count: int) -> int:
-        """Compare-and-set from the value this process saw last: one Paxos round per allocation
-        when nobody else allocated in between (James reads at SERIAL first: two rounds). A CAS
-        that loses returns the current value, which the next attempt starts from.
+        """The first of ``count`` new values of a mailbox's counter (uid or modseq).
 
-        The threads of this process take turns per mailbox: left to race, N concurrent appends to
-        one mailbox lose about N/2 rounds each (measured: 5 CAS attempts per uid at 16 SMTP sessions to
-        one INBOX), and every lost round is Paxos work for Cassandra. Other processes still race;
-        the CAS keeps them correct."""
+        Compare-and-set from the value this process saw last: one Paxos round per allocation when
+        nobody else allocated in between (James reads at SERIAL first: two rounds). A CAS that
+        loses returns the current value, which the next attempt starts from.
+
+        The threads of this process do not race each other for one mailbox's counter: left to race,
+        N concurrent appends to one mailbox lose about N/2 rounds each, and every lost round is
+        Paxos work for Cassandra. Nor do they take turns one Paxos round each: under load that
+        made a mailbox's deliveries wait for one another, one round-trip of Paxos latency per
+        mail (at 16 SMTP sessions to one INBOX, 42 % of the spooler threads' time and the limit
+        of the whole mail flow; issue 16). Threads asking at the same time share one
+        compare-and-set that reserves a range, each getting its own part of it in the order they
+        asked (a group commit, ``mailserver/group_commit.py``). Other processes still race; the
+        CAS keeps them correct.
+        """
         key = (table, mailbox_id.value)
-        with self._allocation_stripes[hash(key) % ALLOCATION_STRIPES]:
-            return self._allocate_in_turn(key, table, column, mailbox_id, count)
+        allocated = self._allocations[hash(key) % ALLOCATION_STRIPES].submit(
+            _Ask(key, table, column, mailbox_id, count))
+        if isinstance(allocated, BaseException):
+            raise allocated
+        return allocated
+
+    def _allocate_batch(self, asks: list[_Ask]) -> list[int | BaseException]:
+        """One compare-and-set per counter for every ask of a batch; a counter that cannot be
+        allocated fails its own asks only."""
+        results: list[int | BaseException] = [0] * len(asks)
+        by_key: dict[tuple[str, object], list[int]] = {}
+        for i, ask in enumerate(asks):
+            by_key.setdefault(ask.key, []).append(i)
+        for key, positions in by_key.items():
+            first = asks[positions[0]]
+            try:
+                value = self._allocate_in_turn(key, first.table, first.column, first.mailbox_id,
+                                               sum(asks[i].count for i in positions))
+            except Exception as exc:
+                for i in positions:
+                    results[i] = exc
+                continue
+            for i in positions:
+                results[i] = value
+                value += asks[i].count
+        return results
 
     def _allocate_in_turn(self, key: tuple[str, object], table: str, column: str, mailbox_id: MailboxId,
                           count: int) -> int:
@@ -172,10 +217,14 @@ class CassandraMessageStore(MessageStore):
         self.complete_add(m)
 
     def complete_add(self, m: MessageMetadata) -> None:
-        # The projection row before the indexes and counters (James's order): a copy not listed yet has
-        # none of them, so finishing it counts it once.
-        self.s.execute(self._update_message_id, (m.message_id.value, *metadata_values(m), m.mailbox_id.value, m.uid))
-        self._index_added(m)
+        # The projection row with the index rows, then the counters (James's order: projection,
+        # then indexes and counters). The rows share the partition key (the mailbox id), so one
+        # batch writes them as a single mutation: a copy is listed with its indexes or not at all,
+        # and a copy not listed yet has no counts either, so finishing it counts it once.
+        self.s.execute_partition_batch([
+            (self._update_message_id, (m.message_id.value, *metadata_values(m), m.mailbox_id.value, m.uid)),
+            *self._index_rows_added(m)])
+        self._count(m.mailbox_id, 1, 0 if m.flags.has(SystemFlag.SEEN) else 1)
 
     def update_flags(self, old: MessageMetadata, new: MessageMetadata) -> bool:
         values = self._flag_values(new)
@@ -197,8 +246,8 @@ class CassandraMessageStore(MessageStore):
         return [*(m.flags.has(f) for f in FLAG_COLUMNS), bool(m.flags.user), set(m.flags.user) or None, m.mod_seq]
 
     # -- index tables (CassandraIndexTableHandler) ------------------------------------------------
-    def _index_added(self, m: MessageMetadata) -> None:
-        # Independent rows, written together as James's CassandraIndexTableHandler does.
+    def _index_rows_added(self, m: MessageMetadata) -> list[tuple[str, tuple]]:
+        """The index rows of an added message (CassandraIndexTableHandler), all in the mailbox's partition."""
         mailbox, uid = m.mailbox_id.value, m.uid
         writes: list[tuple[str, tuple]] = []
         if m.flags.has(SystemFlag.DELETED):
@@ -210,8 +259,7 @@ class CassandraMessageStore(MessageStore):
         if m.flags.user:
             writes.append(("UPDATE applicableFlag SET userFlags = userFlags + ? WHERE mailboxId = ?",
                            (set(m.flags.user), mailbox)))
-        writes.append((COUNT, (1, 0 if m.flags.has(SystemFlag.SEEN) else 1, mailbox)))
-        self.s.execute_concurrently(writes)
+        return writes
 
     def _index_removed(self, m: MessageMetadata) -> None:
         mailbox, uid = m.mailbox_id.value, m.uid

@@ -107,6 +107,10 @@ def test_message_in_imap_uid_table_but_not_in_message_id_table(mailbox_ctx, cass
         (mailbox_id.value,)))
     assert len(truth) == 1 and truth[0]["uid"] == 1
     assert cassandra.execute("SELECT uid FROM messageIdTable WHERE mailboxId = ?", (mailbox_id.value,)) == []
+    # The index rows travel in the projection row's batch: none of them without it.
+    assert cassandra.execute("SELECT uid FROM firstUnseen WHERE mailboxId = ?", (mailbox_id.value,)) == []
+    assert cassandra.execute("SELECT recent_mesage_uid FROM mailboxRecents WHERE mailboxId = ?",
+                             (mailbox_id.value,)) == []
 
 
 def test_mailbox_counters_wrong_after_a_failed_counter_write(mailbox_ctx, cassandra, faults, user):

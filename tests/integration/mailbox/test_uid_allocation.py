@@ -66,7 +66,7 @@ def allocate_concurrently(allocate, threads: int = THREADS) -> list[int]:
 
 
 @pytest.mark.parametrize("kind", ["uid", "modseq"])
-def test_threads_of_one_process_take_turns_and_lose_no_compare_and_set(cassandra, kind):
+def test_threads_of_one_process_share_compare_and_sets_and_lose_none(cassandra, kind):
     counting = CountingSession(cassandra)
     store = CassandraMessageStore(counting)
     mailbox = MailboxId(uuid.uuid1())
@@ -75,7 +75,10 @@ def test_threads_of_one_process_take_turns_and_lose_no_compare_and_set(cassandra
     values = allocate_concurrently(allocate)
 
     assert sorted(values) == list(range(1, THREADS * PER_THREAD + 1))
-    assert counting.outcomes == Counter(won=THREADS * PER_THREAD)
+    assert counting.outcomes["lost"] == 0
+    # Threads asking together share one compare-and-set (tests/unit/mailbox/test_allocation_batching.py
+    # shows it deterministically): never more rounds than values.
+    assert 1 <= counting.outcomes["won"] <= THREADS * PER_THREAD
 
 
 def test_two_processes_racing_on_one_mailbox_still_get_distinct_uids(cassandra):

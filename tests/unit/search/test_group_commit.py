@@ -63,9 +63,9 @@ def run_queued(index: GroupCommitSearchIndex, inner: GatedIndex, batches: list[l
     assert inner.entered.wait(5)
     rest = [pool.submit(index.index_documents, [doc(u) for u in uids]) for uids in batches[1:]]
     deadline = time.monotonic() + 5
-    while len(index._waiting) < len(batches) - 1 and time.monotonic() < deadline:
+    while index.waiting < len(batches) - 1 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert len(index._waiting) == len(batches) - 1, "the other callers did not queue"
+    assert index.waiting == len(batches) - 1, "the other callers did not queue"
     inner.gate.set()
     futures = [first, *rest]
     pool.shutdown(wait=True)
@@ -185,7 +185,7 @@ def test_an_interrupt_in_the_writer_leaves_no_caller_waiting():
     assert inner.entered.wait(5)
     second = pool.submit(index.index_documents, [doc(2)])
     deadline = time.monotonic() + 5
-    while not index._waiting and time.monotonic() < deadline:
+    while not index.waiting and time.monotonic() < deadline:
         time.sleep(0.01)
     inner.gate.set()
     with pytest.raises(Interrupted):
