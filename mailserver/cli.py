@@ -44,7 +44,7 @@ def _serve(command: str, roles: str | None) -> int:
     from mailserver.webadmin.auth import AuthConfigError
 
     try:
-        configure()
+        configure(background=True)
         settings = ServeSettings.from_env(roles=roles)
         run(settings)
     except (ConfigError, AuthConfigError, SchemaVersionError, ValueError) as exc:

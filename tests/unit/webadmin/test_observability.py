@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import logging
 
 import pytest
@@ -132,3 +133,51 @@ def test_webadmin_requests_log_with_mdc(client, caplog):
     record = next(r for r in caplog.records if "refused" in r.getMessage())
     assert record.mdc["ip"] == "192.0.2.7"
     assert record.mdc["protocol"] == "webadmin" and record.mdc["verb"] == "GET" and record.mdc["action"] == "/domains"
+
+
+def test_in_the_background_lines_keep_the_caller_context_and_order(captured):
+    """The server's mode: a writer thread writes the lines; each still carries the MDC and the
+    exception of the thread that logged it, in the order they were logged."""
+    stream = io.StringIO()
+    handler = configure(fmt="json", stream=stream, env={}, background=True)
+    log = logging.getLogger("mailserver.test")
+    logged_by: list[str] = []
+
+    def session(n: int) -> None:
+        with mdc(protocol="SMTP", sessionId=f"s-{n}"):
+            log.warning("line %d", n)
+            logged_by.append(threading.current_thread().name)
+
+    try:
+        threads = [threading.Thread(target=session, args=(n,), name=f"smtp-{n}") for n in range(5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("failed")
+        handler.flush()   # returns once every queued line is written
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+    by_session = {line["sessionId"]: line for line in lines[:5]}
+    assert {f"s-{n}": f"line {n}" for n in range(5)} == {k: v["message"] for k, v in by_session.items()}
+    assert {line["thread"] for line in lines[:5]} == set(logged_by)   # the logging thread, not the writer
+    assert lines[5]["message"] == "failed" and "ValueError: boom" in lines[5]["exception"]
+    assert len(lines) == 6
+
+
+def test_closing_the_background_handler_writes_what_is_queued(captured):
+    stream = io.StringIO()
+    handler = configure(fmt="console", stream=stream, env={}, background=True)
+    try:
+        for n in range(200):
+            logging.getLogger("mailserver.test").warning("queued %d", n)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    assert [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()] == [f"queued {n}" for n in range(200)]
