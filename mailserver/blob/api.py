@@ -26,12 +26,13 @@ import enum
 import io
 import math
 import re
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, BinaryIO, ClassVar
+
+from mailserver import randomness
 
 from .spool import Spooled, spool
 
@@ -216,7 +217,7 @@ class RandomBlobIdFactory(BlobIdFactory):
     deduplicating = False
 
     def generate(self, sha256_digest: bytes) -> BlobId:
-        return BlobId(str(uuid.uuid4()))
+        return BlobId(str(randomness.uuid4()))
 
 
 def blob_id_factory(deduplication: bool, generation: GenerationConfig | None = None,

@@ -20,10 +20,10 @@ import binascii
 import contextvars
 import functools
 import logging
-import secrets
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from mailserver import randomness
 from mailserver.imap.commands_mailboxes import MailboxCommands
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
@@ -109,7 +109,7 @@ class Session(MailboxCommands, MessageCommands):
         self.tls = writer.get_extra_info("sslcontext") is not None
         self.condstore = False
         self.auth_failures = 0
-        self.session_id = secrets.token_hex(8)
+        self.session_id = randomness.token_hex(8)
         peer = writer.get_extra_info("peername")
         self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else None
         self.commands = CommandReader(reader, self.send, max_line_length=self.config.max_line_length,

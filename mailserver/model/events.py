@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from mailserver import randomness
 from mailserver.model import acl as acl_model
 from mailserver.model.address import Username
 from mailserver.model.flags import Flags
@@ -25,7 +26,7 @@ from mailserver.model.quota import QuotaLimits, QuotaRoot, QuotaScope, QuotaUsag
 
 
 def _event_id() -> uuid.UUID:
-    return uuid.uuid4()
+    return randomness.uuid4()
 
 
 @dataclass(frozen=True, kw_only=True)

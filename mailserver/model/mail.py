@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import string
 import time
 from collections.abc import Iterable
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from mailserver import randomness
 from mailserver.model.address import MailAddress
 
 ROOT, TRANSPORT, LOCAL_DELIVERY, ERROR, GHOST = "root", "transport", "local-delivery", "error", "ghost"
@@ -42,10 +42,10 @@ _ALNUM = string.ascii_letters + string.digits
 def new_mail_name() -> str:
     """``Mail<epochMillis>-<20 random alphanumerics>``, James's format.
 
-    The 20 characters are the base-62 digits of one 128-bit random number: one ``getrandom`` call
-    where ``secrets.choice`` made twenty (three names a mail, one per SMTP envelope). 62**20 is
-    0.2 % of 2**128, so no digit value is measurably more likely than another."""
-    number = secrets.randbits(128)
+    The 20 characters are the base-62 digits of one 128-bit random number (``mailserver.randomness``:
+    ``secrets.choice`` made twenty system calls; three names a mail, one per SMTP envelope). 62**20
+    is 0.2 % of 2**128, so no digit value is measurably more likely than another."""
+    number = randomness.randbits(128)
     digits = []
     for _ in range(20):
         number, digit = divmod(number, 62)

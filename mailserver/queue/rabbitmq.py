@@ -59,6 +59,7 @@ from typing import Any, TypeVar
 import pika
 import pika.exceptions as px
 
+from mailserver import randomness
 from mailserver.blob.api import BlobNotFound, BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.model.mail import Mail, MailContent
@@ -328,7 +329,7 @@ class DistributedMailQueue(MailQueue):
             raise MailQueueError(f"queue {self.name}: cannot store the content of {mail.name}: {exc}") from exc
         stored = replace(mail, content=content, attributes=dict(mail.attributes), recipients=list(mail.recipients),
                          per_recipient_headers=list(mail.per_recipient_headers))
-        enqueue_id = enqueue_id or uuid.uuid4()
+        enqueue_id = enqueue_id or randomness.uuid4()
         now = self._f.now()
         try:
             body = serialize_reference(MailReference(enqueue_id, stored))

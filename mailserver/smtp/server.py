@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session, syntax
 
+from mailserver import randomness
 from mailserver.domains.api import DomainList
 from mailserver.model.address import MailAddress, Username
 from mailserver.model.mail import new_mail_name
@@ -89,7 +89,7 @@ class IntakeSMTP(SMTP):
     def __init__(self, handler: IntakeHandler, owner: SmtpServer, **kwargs: Any) -> None:
         super().__init__(handler, **kwargs)
         self.owner = owner
-        self.session_id = secrets.token_hex(8)
+        self.session_id = randomness.token_hex(8)
         self.remote_addr: str | None = None
         self.remote_host = "unknown"
         self._counted = False
