@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import logging
+import threading
 
 import pytest
 
