@@ -98,9 +98,8 @@ class ObjectBody:
         return self._response.read() if size < 0 else self._response.read(size)
 
     def close(self) -> None:
-        # Read to the end: the connection goes back to the pool. Left part-way: it is closed, as
-        # reading the rest of a large blob nobody wants would cost more than a new connection.
-        if self._response.length_remaining:
+        # Read to the end, the connection is reused. Left part-way, it is closed: reading the rest
+        # of a large blob nobody wants would cost more than a new connection.
+        if not self._response.isclosed():
             self._response.close()
-        else:
-            self._response.release_conn()
+        self._response.release_conn()
