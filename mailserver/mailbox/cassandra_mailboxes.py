@@ -111,8 +111,10 @@ class CassandraMailboxStore(MailboxStore):
             self._rows_seen.discard(mailbox.id)
             self.s.execute(DELETE_ROW, (mailbox.id.value,))
             return False
-        log.warning("mailbox %s (%s) had a path entry but no row (a creation cut short): row written",
-                    mailbox.id, mailbox.path)
+        # Both causes look the same from here: a creation cut short (a crash; worth a warning) or
+        # one still under way in another thread (two first deliveries to a new user at once).
+        log.warning("mailbox %s (%s) had a path entry but no row (a creation cut short, or under way "
+                    "elsewhere): row written", mailbox.id, mailbox.path)
         return True
 
     def find_by_id(self, mailbox_id: MailboxId) -> Mailbox | None:
