@@ -77,6 +77,8 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.support.ports import unused_port  # noqa: E402
+
 SENDER = "load@intake-client.test"   # not a local domain: no sender-identity check applies
 SESSION_ID = re.compile(rb"^Received:.*?\bwith E?SMTPS?A? ID ([0-9a-f]+)", re.M | re.S)
 ACCEPTED = re.compile(r"^mail (\S+) accepted from")
@@ -92,12 +94,6 @@ def percentile(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100) of a non-empty sequence."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def smtp_greeting(port: int, timeout: float = 2.0) -> str:
@@ -160,7 +156,7 @@ def _counter(stdout: str) -> int:
 @contextmanager
 def smtp_sink(binary: str) -> Iterator[int]:
     """smtp-sink on a free loopback port (its port), stopped at the end of the block."""
-    port = free_port()
+    port = unused_port()
     argv = [binary, *(["-u", "nobody"] if os.geteuid() == 0 else []), f"127.0.0.1:{port}", "256"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -344,7 +340,6 @@ class World:
             IsolatedVhost,
             ServerProcess,
             WebAdminProcess,
-            free_port,
             server_env,
         )
 
@@ -364,7 +359,7 @@ class World:
         # The processes apart start first, so their listener groups are bound before any event.
         nodes = [WebAdminProcess({**env, "MAILSERVER_ROLES": ",".join([*roles, "webadmin"]),
                                   "MAILSERVER_NODE_NAME": f"bench-apart-{i}",
-                                  "MAILSERVER_WEBADMIN_PORT": str(free_port())}, self.log_path)
+                                  "MAILSERVER_WEBADMIN_PORT": str(unused_port())}, self.log_path)
                  for i, roles in enumerate(self.apart, 1)]
         moved = {role for roles in self.apart for role in roles}
         self.server = ServerProcess({**env, "MAILSERVER_ROLES": ",".join(r for r in ROLES if r not in moved)},

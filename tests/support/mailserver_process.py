@@ -21,14 +21,10 @@ from typing import Any
 
 from include.stack.endpoints import Endpoints
 from mailserver.mailets.config import DEFAULT_FILE
+from tests.support.ports import unused_port
 
 WEBADMIN_PASSWORD = "e2e-admin-secret"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mailet_container_for_tests(path: Path, *, delay_time: str = "2s, 2s", max_retries: int = 2,
@@ -55,8 +51,8 @@ def server_env(stack: Endpoints, amqp_url: str, keyspace: str, bucket: str, cont
     env = {**os.environ, **stack.to_env(), "AMQP_URL": amqp_url,
            "CASSANDRA_KEYSPACE": keyspace, "S3_DEFAULT_BUCKET": bucket,
            "MAILSERVER_MAILETCONTAINER": str(container),
-           "MAILSERVER_SMTP_PORT": str(free_port()), "MAILSERVER_WEBADMIN_PORT": str(free_port()),
-           "MAILSERVER_IMAP_PORT": str(free_port()),
+           "MAILSERVER_SMTP_PORT": str(unused_port()), "MAILSERVER_WEBADMIN_PORT": str(unused_port()),
+           "MAILSERVER_IMAP_PORT": str(unused_port()),
            "MAILSERVER_WEBADMIN_PASSWORD": WEBADMIN_PASSWORD,
            "MAILSERVER_HOSTNAME": "mx.e2e.test",
            # Loopback tests authenticate without STARTTLS; the default (TLS first) is tested elsewhere.
@@ -106,7 +102,7 @@ PORT_SETTINGS = ("MAILSERVER_SMTP_PORT", "MAILSERVER_WEBADMIN_PORT", "MAILSERVER
 
 
 class PortTaken(RuntimeError):
-    """The server could not bind a port ``free_port`` had found free."""
+    """The server could not bind a port ``unused_port`` had found free."""
 
 
 class ServerProcess:
@@ -126,8 +122,9 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.env['MAILSERVER_WEBADMIN_PORT']}"
 
     def start(self, timeout: float = 120.0, attempts: int = 3) -> ServerProcess:
-        """Start and wait until ready. A port taken between ``free_port`` and the server's bind (an
-        outgoing connection can be given the same ephemeral port) is picked again, not a failure."""
+        """Start and wait until ready. A port that another program took after ``unused_port`` handed
+        it out (it lies outside the kernel's ephemeral range, so no outgoing connection can) is
+        picked again, not a failure."""
         for attempt in range(1, attempts + 1):
             try:
                 return self._start_once(timeout)
@@ -136,7 +133,7 @@ class ServerProcess:
                     raise
                 for key in PORT_SETTINGS:
                     if key in self.env:
-                        self.env[key] = str(free_port())
+                        self.env[key] = str(unused_port())
         raise AssertionError("unreachable")
 
     def _start_once(self, timeout: float) -> ServerProcess:

@@ -13,7 +13,7 @@ import selectors
 import socket
 import threading
 
-from tests.support.mailserver_process import free_port
+from tests.support.ports import unused_port
 
 CHUNK = 65536
 
@@ -21,7 +21,7 @@ CHUNK = 65536
 class TcpProxy:
     def __init__(self, upstream_host: str, upstream_port: int, port: int | None = None) -> None:
         self.upstream = (upstream_host, upstream_port)
-        self.port = port or free_port()
+        self.port = port or unused_port()
         self._lock = threading.Lock()
         self._server: socket.socket | None = None
         self._connections: set[socket.socket] = set()

@@ -10,7 +10,7 @@ from include.stack.manager import StackManager
 from mailserver.runtime.serve import Server
 from mailserver.runtime.settings import ServeSettings
 from tests.e2e.mailflow.conftest import MailWorld, eventually
-from tests.support.mailserver_process import free_port
+from tests.support.ports import unused_port
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ def mail_from_reply(port: int) -> tuple[int, bytes]:
 
 def test_spool_over_its_limit_answers_452_and_accepts_once_drained(mail_world: MailWorld):
     user = mail_world.add_user("bp-spool")
-    env = {**mail_world.env, "MAILSERVER_ROLES": "smtp", "MAILSERVER_SMTP_PORT": str(free_port()),
+    env = {**mail_world.env, "MAILSERVER_ROLES": "smtp", "MAILSERVER_SMTP_PORT": str(unused_port()),
            "MAILSERVER_SMTP_SPOOL_LIMIT": "2"}
     intake = Server(ServeSettings.from_env(env), env).start()
     port = int(env["MAILSERVER_SMTP_PORT"])

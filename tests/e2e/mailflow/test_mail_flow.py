@@ -16,7 +16,7 @@ from mailserver.runtime.serve import Server
 from mailserver.runtime.settings import ServeSettings
 from tests.e2e.mailflow.conftest import MailWorld, eventually
 from tests.support.clients import s3_client
-from tests.support.mailserver_process import free_port
+from tests.support.ports import unused_port
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_unauthenticated_relay_is_refused_at_rcpt(mail_world: MailWorld):
 
 def test_relay_decided_by_the_container_is_denied_and_recorded(mail_world: MailWorld):
     # James with authRequired=false: SMTP accepts, the relay-denied processor refuses and records.
-    env = {**mail_world.env, "MAILSERVER_SMTP_AUTH_REQUIRED": "false", "MAILSERVER_SMTP_PORT": str(free_port()),
+    env = {**mail_world.env, "MAILSERVER_SMTP_AUTH_REQUIRED": "false", "MAILSERVER_SMTP_PORT": str(unused_port()),
            "MAILSERVER_ROLES": "smtp"}
     intake = Server(ServeSettings.from_env(env), env).start()
     try:

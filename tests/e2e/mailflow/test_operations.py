@@ -14,7 +14,8 @@ import pytest
 
 from include.stack.manager import StackManager
 from tests.e2e.mailflow.conftest import MailWorld, eventually
-from tests.support.mailserver_process import ServerProcess, free_port, http_json
+from tests.support.mailserver_process import ServerProcess, http_json
+from tests.support.ports import unused_port
 
 pytestmark = pytest.mark.integration
 
@@ -49,8 +50,8 @@ def test_maintenance_mode_refuses_smtp_and_survives_a_restart(mail_world: MailWo
     try:
         assert greeting(mail_world.smtp_port) == 421
         # A server started now reads the cluster-wide state from Cassandra.
-        env = {**mail_world.env, "MAILSERVER_ROLES": "smtp,webadmin", "MAILSERVER_SMTP_PORT": str(free_port()),
-               "MAILSERVER_WEBADMIN_PORT": str(free_port())}
+        env = {**mail_world.env, "MAILSERVER_ROLES": "smtp,webadmin", "MAILSERVER_SMTP_PORT": str(unused_port()),
+               "MAILSERVER_WEBADMIN_PORT": str(unused_port())}
         restarted = ServerProcess(env, tmp_path / "server.log").start()
         try:
             assert greeting(restarted.smtp_port) == 421, restarted.tail()

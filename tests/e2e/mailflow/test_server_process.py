@@ -1,4 +1,4 @@
-"""The test harness's server process: a port taken after ``free_port`` found it free is picked again."""
+"""The test harness's server process: a port taken after ``unused_port`` found it free is picked again."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import socket
 import pytest
 
 from tests.e2e.mailflow.conftest import MailWorld
-from tests.support.mailserver_process import ServerProcess, free_port
+from tests.support.mailserver_process import ServerProcess
+from tests.support.ports import unused_port
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +19,7 @@ def test_a_port_taken_before_the_server_binds_it_is_picked_again(mail_world: Mai
         squatter.listen()
         taken = squatter.getsockname()[1]
         env = {**mail_world.env, "MAILSERVER_ROLES": "smtp,webadmin", "MAILSERVER_SMTP_PORT": str(taken),
-               "MAILSERVER_WEBADMIN_PORT": str(free_port())}
+               "MAILSERVER_WEBADMIN_PORT": str(unused_port())}
         server = ServerProcess(env, tmp_path / "server.log").start()
         try:
             assert server.smtp_port != taken

@@ -9,7 +9,7 @@ import pytest
 from mailserver.blob.s3 import S3Config, make_client
 from mailserver.observability.checks import ObjectStorageHealthCheck
 from mailserver.observability.health import HealthCheckRunner, Status
-from tests.support.mailserver_process import free_port
+from tests.support.ports import unused_port
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def test_refused_credentials_are_unhealthy_with_the_cause(stack):
 
 
 def test_an_unreachable_store_is_unhealthy(stack):
-    config = _config(stack, endpoint_url=f"http://127.0.0.1:{free_port()}")   # nothing listens there
+    config = _config(stack, endpoint_url=f"http://127.0.0.1:{unused_port()}")   # nothing listens there
     result = _status(ObjectStorageHealthCheck(make_client(config), config.default_bucket))
     assert result.status is Status.UNHEALTHY
     assert "Could not connect" in result.cause

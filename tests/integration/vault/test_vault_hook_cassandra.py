@@ -8,7 +8,6 @@ not the shared S3 server stopped.
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from datetime import UTC, datetime
 
@@ -26,6 +25,7 @@ from mailserver.vault.cassandra import cassandra_vault
 from mailserver.vault.config import VaultConfiguration
 from mailserver.vault.query import Query
 from mailserver.vault.wiring import install_vault
+from tests.support.ports import unused_port
 
 pytestmark = pytest.mark.integration
 
@@ -34,11 +34,6 @@ BUCKET = "deleted-messages-2026-11-01"
 RAW = (b"From: alice@example.com\r\nTo: bob@example.com\r\nSubject: expunged on Cassandra\r\n\r\n"
        b"Body\r\n" + b"x" * 5000 + b"\r\n")
 
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -95,7 +90,7 @@ def test_expunged_message_is_in_the_vault_cql_and_s3_before_it_leaves_the_mailbo
 
 def test_with_the_vault_s3_unreachable_the_expunge_fails_and_the_message_stays(cassandra, s3_blobs, user):
     ctx = cassandra_context(cassandra, s3_blobs, InProcessEventBus())
-    down = S3BlobStore(S3Config(endpoint_url=f"http://127.0.0.1:{closed_port()}", access_key="x", secret_key="y",
+    down = S3BlobStore(S3Config(endpoint_url=f"http://127.0.0.1:{unused_port()}", access_key="x", secret_key="y",
                                 connect_timeout=1, read_timeout=1, max_attempts=1))
     vault = cassandra_vault(cassandra, down, clock=lambda: NOW)
     install_vault(ctx, vault, VaultConfiguration(enabled=True), clock=lambda: NOW)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -21,20 +20,16 @@ from mailserver.users.cassandra import CassandraUsersRepository
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
 from mailserver.webadmin.context import WebAdminContext
+from tests.support.ports import unused_port
 
 PASSWORD = "integration-secret"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
 def serve(app) -> Iterator[str]:
     """Run ``app`` with uvicorn in a daemon thread; yields the base URL; stops it afterwards."""
-    port = free_port()
+    port = unused_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, name=f"webadmin-{port}", daemon=True)

@@ -80,9 +80,10 @@ def test_health_checks_all_healthy(http, cassandra):
 
 
 def test_an_unreachable_backend_is_unhealthy(cassandra, stack):
-    from tests.integration.webadmin.conftest import backend_checks, free_port
+    from tests.integration.webadmin.conftest import backend_checks
+    from tests.support.ports import unused_port
 
-    dead = f"http://127.0.0.1:{free_port()}"   # nothing listens there
+    dead = f"http://127.0.0.1:{unused_port()}"   # nothing listens there
     ctx = cassandra_context(cassandra, stack, health_checks=backend_checks(stack, cassandra, opensearch_url=dead),
                             health_timeout=5)
     with serve(create_app(ctx)) as url:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import ssl
 import time
 from datetime import timedelta
@@ -33,6 +32,7 @@ from mailserver.queue.api import OUTGOING, SPOOL, MailQueueError, Outcome
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import MemoryMailQueueFactory
 from tests.support.clock import ManualClock
+from tests.support.ports import unused_port
 from tests.unit.delivery.delivery_helpers import Sink
 from tests.unit.smtp.smtp_helpers import self_signed
 
@@ -73,11 +73,6 @@ def take(queue):
     assert item is not None, f"nothing due on {queue.name}"
     return item
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -147,7 +142,7 @@ def test_starttls_is_used_when_offered(queues, tmp_path):
 
 def test_next_mx_when_the_first_is_unreachable(queues, sink):
     outgoing, _ = queues
-    worker = worker_for(queues, {"remote.test": [("dead", 5, f"127.0.0.1:{free_port()}"), ("mx", 10, sink.address)]},
+    worker = worker_for(queues, {"remote.test": [("dead", 5, f"127.0.0.1:{unused_port()}"), ("mx", 10, sink.address)]},
                         load_balancing=False)
     outgoing.enqueue(outgoing_mail("carol@remote.test"))
     assert worker.process(take(outgoing)) is Outcome.SUCCESS
@@ -217,7 +212,7 @@ def test_retries_exhausted_bounce(queues, sink, clock):
 
 def test_unreachable_everywhere_is_temporary(queues, clock):
     outgoing, spool = queues
-    worker = worker_for(queues, {"remote.test": [("dead", 10, f"127.0.0.1:{free_port()}")]}, max_retries=1)
+    worker = worker_for(queues, {"remote.test": [("dead", 10, f"127.0.0.1:{unused_port()}")]}, max_retries=1)
     outgoing.enqueue(outgoing_mail("carol@remote.test"))
     worker.process(take(outgoing))
     assert spool.size() == 0 and outgoing.size() == 1

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
 import pytest
 
 from mailserver.webadmin.context import WebAdminContext
+from tests.support.ports import unused_port
 from tests.unit.plugins.webadmin_server import CASSANDRA, OPENSEARCH, Server, Switchable, connection, serving
 from tests.unit.webadmin.webadmin_support import FULL, make_context
 
@@ -38,6 +38,4 @@ def webadmin(serve) -> Server:
 @pytest.fixture
 def closed_port() -> int:
     """A loopback port nobody listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return unused_port()
