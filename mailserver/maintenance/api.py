@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 @dataclass(frozen=True)
@@ -19,16 +19,28 @@ class MaintenanceState:
     since: datetime | None = None     # when the current state was set (UTC)
     reason: str | None = None
     updated_by: str | None = None
+    # When the server leaves maintenance by itself (UTC); None: only an explicit switch-off ends it.
+    # A repair run sets one so that a crashed or killed run cannot keep mail refused for ever.
+    expires_at: datetime | None = None
 
     @classmethod
     def off(cls) -> MaintenanceState:
         """The state of a cluster where nobody ever switched maintenance on."""
         return cls(False)
 
+    def effective(self, now: datetime) -> MaintenanceState:
+        """This state as it stands at ``now``: off once its deadline has passed."""
+        if self.enabled and self.expires_at is not None and now >= self.expires_at:
+            return MaintenanceState(False, self.expires_at, None, self.updated_by)
+        return self
+
     def to_json(self) -> dict[str, object]:
-        return {"enabled": self.enabled,
-                "since": self.since.isoformat().replace("+00:00", "Z") if self.since else None,
-                "reason": self.reason, "updatedBy": self.updated_by}
+        return {"enabled": self.enabled, "since": _iso(self.since), "reason": self.reason,
+                "updatedBy": self.updated_by, "expiresAt": _iso(self.expires_at)}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
 
 
 def utc_now() -> datetime:
@@ -46,13 +58,18 @@ class MaintenanceStore(ABC):
     def put(self, state: MaintenanceState) -> None:
         """Replace the state (last writer wins: the switch is idempotent, no LWT needed)."""
 
-    def enable(self, reason: str | None, updated_by: str | None) -> MaintenanceState:
+    def enable(self, reason: str | None, updated_by: str | None,
+               max_duration: timedelta | None = None) -> MaintenanceState:
+        """Switch on; with ``max_duration`` the cluster leaves maintenance by itself that long from now
+        (a later call sets a new deadline, or none)."""
         current = self.get()
+        now = utc_now()
+        expires_at = now + max_duration if max_duration is not None else None
         if current.enabled:
             # Keep the original "since": monitoring reports how long maintenance has lasted.
-            state = MaintenanceState(True, current.since, reason or current.reason, updated_by)
+            state = MaintenanceState(True, current.since, reason or current.reason, updated_by, expires_at)
         else:
-            state = MaintenanceState(True, utc_now(), reason, updated_by)
+            state = MaintenanceState(True, now, reason, updated_by, expires_at)
         self.put(state)
         return state
 

@@ -6,7 +6,8 @@ that changes a few times a year. The state is re-read at most every ``ttl`` seco
 switch made on another node takes effect here within ``ttl`` (a couple of seconds).
 
 If the store cannot be read the last known state is kept (fail-static): a Cassandra hiccup
-must neither stop all writes nor silently end a maintenance window.
+must neither stop all writes nor silently end a maintenance window. A window's deadline
+(``expires_at``) is the exception: it ends the window here too, store readable or not.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 from mailserver.mailbox.errors import MaintenanceMode
-from mailserver.maintenance.api import MaintenanceState, MaintenanceStore
+from mailserver.maintenance.api import MaintenanceState, MaintenanceStore, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +28,20 @@ DEFAULT_TTL = 2.0
 
 class MaintenanceGuard:
     def __init__(self, store: MaintenanceStore, *, ttl: float = DEFAULT_TTL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], datetime] = utc_now) -> None:
         self.store = store
         self.ttl = ttl
         self._clock = clock
+        self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._state: MaintenanceState | None = None
         self._read_at = 0.0
 
     def state(self) -> MaintenanceState:
+        return self._read().effective(self._wall_clock())
+
+    def _read(self) -> MaintenanceState:
         now = self._clock()
         with self._lock:
             cached = self._fresh(now)
@@ -55,7 +62,7 @@ class MaintenanceGuard:
         """Whether maintenance is on, from the cached state only: None when it is stale (``state()`` reads)."""
         with self._lock:
             cached = self._fresh(self._clock())
-        return cached.enabled if cached is not None else None
+        return cached.effective(self._wall_clock()).enabled if cached is not None else None
 
     def _fresh(self, now: float) -> MaintenanceState | None:
         """The cached state while it is younger than ``ttl`` (call with the lock held)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from mailserver.maintenance.api import MaintenanceState, MaintenanceStore
+from mailserver.maintenance.api import MaintenanceState, MaintenanceStore, utc_now
 
 
 class MemoryMaintenanceStore(MaintenanceStore):
@@ -14,7 +14,7 @@ class MemoryMaintenanceStore(MaintenanceStore):
 
     def get(self) -> MaintenanceState:
         with self._lock:
-            return self._state
+            return self._state.effective(utc_now())
 
     def put(self, state: MaintenanceState) -> None:
         with self._lock:

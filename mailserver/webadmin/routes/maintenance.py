@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Request
-from pydantic import BaseModel, ConfigDict, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
+
+MAX_DURATION_SECONDS = 7 * 24 * 3600
 
 
 class MaintenanceRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: StrictStr | None = None
+    # The cluster leaves maintenance by itself this many seconds from now (a window a crashed
+    # client cannot keep open); absent: until switched off. At most a week: beyond is a typo.
+    maxDurationSeconds: StrictInt | None = Field(None, gt=0, le=MAX_DURATION_SECONDS)
 
 
 def router(store: MaintenanceStore, guard: MaintenanceGuard) -> APIRouter:
@@ -25,7 +31,9 @@ def router(store: MaintenanceStore, guard: MaintenanceGuard) -> APIRouter:
 
     @api.put("/maintenance", summary="Switch maintenance mode on, cluster-wide")
     def enable(request: Request, body: Annotated[MaintenanceRequest | None, Body()] = None) -> dict[str, object]:
-        state = store.enable(body.reason if body else None, getattr(request.state, "principal", None))
+        seconds = body.maxDurationSeconds if body else None
+        state = store.enable(body.reason if body else None, getattr(request.state, "principal", None),
+                             timedelta(seconds=seconds) if seconds is not None else None)
         guard.invalidate()   # effective on this node at once; other nodes within the guard's TTL
         return state.to_json()
 

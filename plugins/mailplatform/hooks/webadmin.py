@@ -153,11 +153,16 @@ class WebAdminHook(BaseHook):
 
     # -- maintenance mode (our extension: GET/PUT/DELETE /maintenance) ------------------------
     def maintenance_state(self) -> dict[str, Any]:
-        """``{"enabled": bool, "since": iso|None, "reason": str|None, "updatedBy": str|None}``."""
+        """``{"enabled": bool, "since": iso|None, "reason": str|None, "updatedBy": str|None,
+        "expiresAt": iso|None}`` (``expiresAt``: when the server leaves maintenance by itself)."""
         return self._call("GET", "/maintenance")
 
-    def enable_maintenance(self, reason: str | None = None) -> dict[str, Any]:
-        return self._call("PUT", "/maintenance", json={"reason": reason})
+    def enable_maintenance(self, reason: str | None = None, max_duration_seconds: int | None = None) -> dict[str, Any]:
+        """With ``max_duration_seconds`` the server leaves maintenance by itself once that time has passed."""
+        body: dict[str, Any] = {"reason": reason}
+        if max_duration_seconds is not None:
+            body["maxDurationSeconds"] = max_duration_seconds
+        return self._call("PUT", "/maintenance", json=body)
 
     def disable_maintenance(self) -> dict[str, Any]:
         """Idempotent on the server: switching off an already-off cluster answers 200."""

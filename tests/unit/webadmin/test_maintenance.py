@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
 from mailserver.mailbox.errors import MaintenanceMode
@@ -76,7 +78,8 @@ def test_enable_keeps_since_and_disable_records_who():
 
 
 def test_routes(client, ctx):
-    assert client.get("/maintenance").json() == {"enabled": False, "since": None, "reason": None, "updatedBy": None}
+    assert client.get("/maintenance").json() == {"enabled": False, "since": None, "reason": None, "updatedBy": None,
+                                                 "expiresAt": None}
     on = client.put("/maintenance", json={"reason": "Cassandra upgrade"})
     assert on.status_code == 200
     body = on.json()
@@ -99,6 +102,8 @@ def test_route_errors_and_tiers(client, app):
 
     assert error(client.put("/maintenance", json={"reason": 3}))["statusCode"] == 400
     assert error(client.put("/maintenance", json={"why": "x"}))["statusCode"] == 400
+    for bad in (0, -5, "60", 7 * 24 * 3600 + 1):
+        assert error(client.put("/maintenance", json={"maxDurationSeconds": bad}))["statusCode"] == 400, bad
     assert TestClient(app, headers={"Password": READONLY}).put("/maintenance").status_code == 403
     assert TestClient(app, headers={"Password": NODELETE}).delete("/maintenance").status_code == 403
 
@@ -119,3 +124,36 @@ def test_mailbox_writes_are_refused_while_on():
         mailbox.create_mailbox(MailboxPath.of(bob, "Archive"))
     store.disable("ops")
     mailbox.create_mailbox(MailboxPath.of(bob, "Archive"))
+
+
+def test_a_window_with_a_deadline_ends_by_itself(client, ctx):
+    body = client.put("/maintenance", json={"reason": "repair", "maxDurationSeconds": 3600}).json()
+    since, expires = (datetime.fromisoformat(body[k].replace("Z", "+00:00")) for k in ("since", "expiresAt"))
+    assert expires - since == timedelta(hours=1)
+    assert client.get("/maintenance").json()["expiresAt"] == body["expiresAt"]
+
+    store = MemoryMaintenanceStore()
+    past = since - timedelta(hours=2)
+    store.put(MaintenanceState(True, past, "repair", "airflow", past + timedelta(hours=1)))
+    assert store.get().enabled is False       # the deadline has passed: traffic resumes
+    assert MaintenanceGuard(store, ttl=0).smtp_allowed() is True
+
+
+def test_the_deadline_ends_the_window_even_while_the_store_cannot_be_read():
+    store, clock = CountingStore(), ManualClock(0.0)
+    state = store.enable("repair", "airflow", timedelta(minutes=5))
+    wall = [state.since]
+    guard = MaintenanceGuard(store, ttl=1.0, clock=clock, wall_clock=lambda: wall[0])
+    assert guard.smtp_allowed() is False
+    store.fail = True
+    clock.now = 5
+    assert guard.smtp_allowed() is False      # fail-static before the deadline
+    wall[0] = state.expires_at
+    assert guard.smtp_allowed() is True
+    assert guard.in_maintenance_if_known() is False
+
+
+def test_enable_without_a_deadline_clears_the_previous_one():
+    store = MemoryMaintenanceStore()
+    assert store.enable("repair", "airflow", timedelta(minutes=5)).expires_at is not None
+    assert store.enable("manual", "ops").expires_at is None
