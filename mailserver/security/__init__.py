@@ -1,0 +1,1 @@
+"""Protections shared by the protocols: authentication throttling (``auth_throttle``)."""
