@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from mailserver.imap.names import InvalidName, encode_mutf7, normalize, pattern_regex
+from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normalize
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
 from mailserver.imap.response import astring, number, parse_date_time
 from mailserver.imap.selected import SelectedMailbox, applicable_flags
@@ -168,6 +168,13 @@ class MailboxCommands:
         args.end()
         return reference, pattern
 
+    @staticmethod
+    def _list_pattern(reference: str, pattern: str) -> ListPattern:
+        try:
+            return ListPattern(reference, pattern)
+        except InvalidName as exc:
+            raise ParseError(str(exc)) from None
+
     async def cmd_list(self: Session, command: Command, args: Args) -> str:
         if isinstance(args.peek(), list):
             raise ParseError("LIST selection options are not supported (no LIST-EXTENDED)")
@@ -176,16 +183,20 @@ class MailboxCommands:
             await self.send(b'* LIST (\\Noselect) "' + DELIMITER.encode() + b'" ""\r\n')
             return "OK LIST completed"
         assert self.user is not None
-        mailboxes = await self.blocking(self.manager.list_mailboxes, self.user)
-        names = sorted(m.path.name for m in mailboxes)
-        regex = pattern_regex(reference, pattern)
-        lines = []
-        for name in names:
-            if regex.match(name):
-                children = any(other.startswith(name + DELIMITER) for other in names)
-                flags = b"(\\HasChildren)" if children else b"(\\HasNoChildren)"
-                lines.append(b"* LIST " + flags + b' "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n")
-        await self.send(b"".join(lines))
+        user, matcher = self.user, self._list_pattern(reference, pattern)
+
+        def listing() -> bytes:
+            # In a worker thread: a user with many mailboxes costs this session time, never the loop's.
+            names = sorted(m.path.name for m in self.manager.list_mailboxes(user))
+            parents = {name.rpartition(DELIMITER)[0] for name in names if DELIMITER in name}
+            lines = []
+            for name in names:
+                if matcher.matches(name):
+                    flags = b"(\\HasChildren)" if name in parents else b"(\\HasNoChildren)"
+                    lines.append(b"* LIST " + flags + b' "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n")
+            return b"".join(lines)
+
+        await self.send(await self.blocking(listing))
         return "OK LIST completed"
 
     async def cmd_lsub(self: Session, command: Command, args: Args) -> str:
@@ -194,11 +205,13 @@ class MailboxCommands:
         if not pattern:
             await self.send(b'* LSUB (\\Noselect) "' + DELIMITER.encode() + b'" ""\r\n')
             return "OK LSUB completed"
-        subscribed = await self.blocking(self.server.subscriptions.subscriptions, self.user)
-        regex = pattern_regex(reference, pattern)
-        lines = [b'* LSUB () "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n"
-                 for name in subscribed if regex.match(name)]
-        await self.send(b"".join(lines))
+        user, matcher = self.user, self._list_pattern(reference, pattern)
+
+        def listing() -> bytes:
+            return b"".join(b'* LSUB () "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n"
+                            for name in self.server.subscriptions.subscriptions(user) if matcher.matches(name))
+
+        await self.send(await self.blocking(listing))
         return "OK LSUB completed"
 
     # -- STATUS / NAMESPACE ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from mailserver.imap.names import InvalidName, decode_mutf7, encode_mutf7, normalize, pattern_regex
+from mailserver.imap.names import InvalidName, ListPattern, decode_mutf7, encode_mutf7, normalize
 from mailserver.imap.response import (
     astring,
     date_time,
@@ -70,8 +70,8 @@ def test_names_are_normalized_and_patterns_match_the_hierarchy():
     assert normalize("inbox") == "INBOX" and normalize("Inbox.Sub") == "INBOX.Sub"
     assert normalize("Archive.") == "Archive"
     names = ["INBOX", "INBOX.Sub", "Archive", "Archive.2026", "Archive.2026.Nov"]
-    assert [n for n in names if pattern_regex("", "*").match(n)] == names
-    assert [n for n in names if pattern_regex("", "%").match(n)] == ["INBOX", "Archive"]
-    assert [n for n in names if pattern_regex("Archive.", "%").match(n)] == ["Archive.2026"]
-    assert [n for n in names if pattern_regex("", "inbox*").match(n)] == ["INBOX", "INBOX.Sub"]
-    assert [n for n in names if pattern_regex("", "Archive.*.Nov").match(n)] == ["Archive.2026.Nov"]
+    assert [n for n in names if ListPattern("", "*").matches(n)] == names
+    assert [n for n in names if ListPattern("", "%").matches(n)] == ["INBOX", "Archive"]
+    assert [n for n in names if ListPattern("Archive.", "%").matches(n)] == ["Archive.2026"]
+    assert [n for n in names if ListPattern("", "inbox*").matches(n)] == ["INBOX", "INBOX.Sub"]
+    assert [n for n in names if ListPattern("", "Archive.*.Nov").matches(n)] == ["Archive.2026.Nov"]
