@@ -8,6 +8,10 @@ Refusals at connection time answer ``* BYE`` and close: beyond ``max_connections
 while the cluster is in maintenance mode (``maintenance()`` true). Logs carry James's MDC
 fields ``protocol``=IMAP, ``ip``, ``sessionId`` and, once authenticated, ``user``.
 
+LOGIN and AUTHENTICATE go through the process's ``AuthThrottle`` (``security.auth_throttle``): growing
+delays, then ``NO [UNAVAILABLE] Too many authentication failures, try again in N seconds``; none
+without one.
+
 Metrics (James's names where they exist): a timer ``IMAP-<COMMAND>`` per command
 (``IMAP-FETCH``, ``IMAP-UID FETCH`` ...), the gauges ``imap.request.concurrent.count`` (commands
 running) and ``imap.connections`` (open sessions), the meters ``imapConnections``,
@@ -29,6 +33,7 @@ from mailserver.imap.watcher import MailboxWatcher
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.observability.metrics import Metrics
 from mailserver.runtime.server_thread import AsyncServerThread
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -37,13 +42,14 @@ log = logging.getLogger(__name__)
 class ImapServer:
     def __init__(self, config: ImapConfig, manager: MailboxManager, users: UsersRepository | None, *,
                  subscriptions: SubscriptionStore | None = None, maintenance: Callable[[], bool] | None = None,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, auth_throttle: AuthThrottle | None = None) -> None:
         self.config = config
         self.manager = manager
         self.users = users
         self.subscriptions = subscriptions or MemorySubscriptionStore()
         self.maintenance = maintenance
         self.metrics = metrics
+        self.auth_throttle = auth_throttle or AuthThrottle.off()
         self.tls_context = config.tls_context()
         self.sessions: set[Session] = set()
         self.in_flight = 0

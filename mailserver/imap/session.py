@@ -392,23 +392,31 @@ class Session(MailboxCommands, MessageCommands):
         return await self._authenticate("AUTHENTICATE PLAIN", login, password)
 
     async def _authenticate(self, how: str, name: str, password: str) -> str:
-        try:
-            user = Username.of(name)
-        except InvalidAddress:
-            user = None
-        ok = user is not None and self.server.users is not None and \
-            await self.blocking(self.server.users.verify, user, password)
+        # The throttle may wait first (whatever the password), or refuse without checking it.
+        async with self.server.auth_throttle.attempt("IMAP", name, self.ip) as attempt:
+            if attempt.refused:
+                return await self._auth_failed(how, name, f"NO [UNAVAILABLE] {attempt.refusal}")
+            try:
+                user = Username.of(name)
+            except InvalidAddress:
+                user = None
+            ok = user is not None and self.server.users is not None and \
+                await self.blocking(self.server.users.verify, user, password)
+            (attempt.succeeded if ok else attempt.failed)()
         if not ok or user is None:
-            self.auth_failures += 1
-            log.info("IMAP %s failed for %r", how, name)
-            if self.auth_failures >= self.config.max_auth_failures:
-                await self.send(b"* BYE Too many authentication failures\r\n")
-                self.state = State.LOGOUT
-            return "NO [AUTHENTICATIONFAILED] Authentication failed"
+            return await self._auth_failed(how, name, "NO [AUTHENTICATIONFAILED] Authentication failed")
         self.user, self.state = user, State.AUTHENTICATED
         log.info("IMAP %s succeeded for %s", how, user.value)
         await self._provision_inbox()
         return "OK [CAPABILITY " + " ".join(self.capabilities()) + "] Authenticated"
+
+    async def _auth_failed(self, how: str, name: str, reply: str) -> str:
+        self.auth_failures += 1
+        log.info("IMAP %s failed for %r: %s", how, name, reply)
+        if self.auth_failures >= self.config.max_auth_failures:
+            await self.send(b"* BYE Too many authentication failures\r\n")
+            self.state = State.LOGOUT
+        return reply
 
     async def _provision_inbox(self) -> None:
         """As James at IMAP login: create INBOX when the user has none yet."""
