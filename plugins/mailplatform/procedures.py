@@ -6,8 +6,10 @@ operator documentation, its own params and how they become job arguments) and ca
 
 * ``backends_healthy``: WebAdmin's health of the components the procedure touches (never the
   global status: dead letters or a full queue make it degraded, and must not block a repair);
-* optionally ``enable_maintenance`` / ``disable_maintenance`` as setup and teardown, so traffic
-  always resumes, even when the repair fails;
+* optionally a maintenance window: ``maintenance_window`` (setup) checks WebAdmin, the Spark
+  task switches maintenance mode on once it holds its Cassandra slot (never for a dry run), with
+  a deadline the server enforces, and off when its job ends; ``disable_maintenance`` (teardown)
+  switches it off again whatever happened, so traffic always resumes;
 * ``detect_repair_verify``: the Spark job in the ``cassandra_maintenance`` pool (one slot: two
   procedures never write Cassandra at once). Its run key is the DAG run, so a retry resumes
   from the job's checkpoints instead of starting again;
@@ -17,6 +19,7 @@ operator documentation, its own params and how they become job arguments) and ca
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,7 +28,11 @@ from typing import Any
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowException
 
-from mailplatform.operators.maintenance import DisableMaintenanceOperator, EnableMaintenanceOperator
+from mailplatform.operators.maintenance_window import (
+    LeaveMaintenanceOperator,
+    MaintenanceWindow,
+    MaintenanceWindowOperator,
+)
 from mailplatform.operators.spark_job import SparkJobOperator
 from mailplatform.sensors.health import WebAdminHealthSensor
 
@@ -33,6 +40,8 @@ CASSANDRA_POOL = "cassandra_maintenance"
 CASSANDRA_COMPONENTS = ("Cassandra backend", "ObjectStorage")
 OK_OUTCOMES = ("COMPLETED", "DRY_RUN")
 SUMMARY_EXCLUDES = ("fixedInconsistencies", "errors", "detectedItems", "unresolvedItems")
+MAX_DURATION_ENV = "MAILPLATFORM_MAINTENANCE_MAX_DURATION_SECONDS"
+DEFAULT_MAINTENANCE_MAX_DURATION_SECONDS = 2 * 3600
 
 COMMON_PARAMS = {
     "dry_run": Param(False, type="boolean",
@@ -42,6 +51,11 @@ COMMON_PARAMS = {
     "slices": Param(8, type="integer", minimum=1, maximum=4096,
                     description="Checkpointed units of repair work: a retried run skips the slices already done"),
 }
+
+
+def maintenance_max_duration() -> timedelta:
+    """``MAILPLATFORM_MAINTENANCE_MAX_DURATION_SECONDS`` (default two hours): read when the DAG is parsed."""
+    return timedelta(seconds=int(os.environ.get(MAX_DURATION_ENV, DEFAULT_MAINTENANCE_MAX_DURATION_SECONDS)))
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,9 @@ class Procedure:
     params: Mapping[str, Param] = field(default_factory=dict)
     args_from_params: Callable[[Mapping[str, Any]], list[str]] = lambda params: []
     maintenance_mode: bool = False
+    # Longest a run may keep the cluster in maintenance mode: the server leaves it by itself then,
+    # and the Spark task is stopped (its execution timeout), so a repair never outlives its window.
+    maintenance_max_duration: timedelta = field(default_factory=maintenance_max_duration)
     schedule: str | None = None
 
 
@@ -114,8 +131,10 @@ def repair_dag(procedure: Procedure) -> DAG:
         def job_args(context: Mapping[str, Any]) -> list[str]:
             return [*common_args(context), *procedure.args_from_params(context["params"])]
 
+        window = MaintenanceWindow(procedure.maintenance_max_duration) if procedure.maintenance_mode else None
         spark = SparkJobOperator(task_id="detect_repair_verify", job=procedure.job, args_from_context=job_args,
-                                 pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
+                                 pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30), maintenance_window=window,
+                                 execution_timeout=window.max_duration if window else None)
 
         @task(trigger_rule="all_done")
         def report(**context: Any) -> dict[str, Any]:
@@ -133,10 +152,10 @@ def repair_dag(procedure: Procedure) -> DAG:
             return check_report(content)
 
         summary = report()
-        if procedure.maintenance_mode:
-            enable = EnableMaintenanceOperator(task_id="enable_maintenance")
-            disable = DisableMaintenanceOperator(task_id="disable_maintenance")
-            gate >> enable >> spark >> summary >> disable.as_teardown(setups=enable)
+        if window is not None:
+            setup = MaintenanceWindowOperator(task_id="maintenance_window", window=window)
+            leave = LeaveMaintenanceOperator(task_id="disable_maintenance", window=window)
+            gate >> setup >> spark >> summary >> leave.as_teardown(setups=setup)
         else:
             gate >> spark >> summary
     return dag

@@ -6,7 +6,8 @@ the application file, the ``spark_apps`` zip as ``--py-files``, the connector ja
 S3 / OpenSearch endpoints as environment variables (secrets never appear on the command line).
 ``args_from_context`` turns the run's context (validated params, run id, who triggered it) into
 job arguments at run time, for what Jinja cannot express (a flag present or absent, a repeated
-option).
+option). With a ``maintenance_window`` the task switches maintenance mode on just before the
+job and off just after it (never for a dry run): see ``maintenance_window.py``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
 
+from mailplatform.operators.maintenance_window import MaintenanceWindow
 from spark_apps.packaging import build_py_files, job_path
 
 # S3 connection extra -> the job's environment: the server's blob settings (mailserver/blob/config.py).
@@ -44,6 +47,7 @@ class SparkJobOperator(SparkSubmitOperator):
         opensearch_conn_id: str | None = "opensearch_default",
         driver_memory: str = "1g",
         args_from_context: Callable[[Mapping[str, Any]], list[str]] | None = None,
+        maintenance_window: MaintenanceWindow | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -59,6 +63,7 @@ class SparkJobOperator(SparkSubmitOperator):
         self.s3_conn_id = s3_conn_id
         self.opensearch_conn_id = opensearch_conn_id
         self.args_from_context = args_from_context
+        self.maintenance_window = maintenance_window
 
     def _connection_settings(self) -> tuple[dict[str, str], list[str], dict[str, str]]:
         conf: dict[str, str] = {"spark.ui.enabled": "false"}
@@ -92,4 +97,9 @@ class SparkJobOperator(SparkSubmitOperator):
             self.jars = ",".join(filter(None, [jars, self.jars or ""]))
         with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
             self.py_files = str(build_py_files(Path(tmp)))
-            super().execute(context)
+            with self._maintenance(context):
+                super().execute(context)
+
+    def _maintenance(self, context: Any) -> AbstractContextManager[Any]:
+        # Entered here, in the running task: the task already holds its pool slot.
+        return self.maintenance_window.held(context, self.log) if self.maintenance_window else nullcontext()

@@ -1,4 +1,4 @@
-"""The mailbox repair DAG's shape: maintenance mode wraps the Spark job as setup/teardown; params validated."""
+"""The mailbox repair DAG's shape: maintenance mode held by the Spark job, a teardown; params validated."""
 
 from __future__ import annotations
 
@@ -18,13 +18,18 @@ def dag():
     return bag.get_dag(DAG_ID)
 
 
-def test_the_spark_job_runs_between_maintenance_on_as_setup_and_off_as_teardown(dag):
-    enable, disable = dag.get_task("enable_maintenance"), dag.get_task("disable_maintenance")
+def test_the_spark_job_holds_maintenance_mode_inside_its_slot_and_a_teardown_switches_it_off(dag):
+    setup, teardown = dag.get_task("maintenance_window"), dag.get_task("disable_maintenance")
     spark, report = dag.get_task("detect_repair_verify"), dag.get_task("report")
-    assert enable.is_setup and disable.is_teardown
-    assert enable.task_id in disable.upstream_task_ids        # a teardown runs once its setup ran
-    assert spark.upstream_task_ids == {enable.task_id} and report.task_id in disable.upstream_task_ids
-    assert dag.get_task("backends_healthy").downstream_task_ids == {enable.task_id}
+    assert setup.is_setup and teardown.is_teardown
+    assert setup.task_id in teardown.upstream_task_ids        # a teardown runs once its setup ran
+    assert spark.upstream_task_ids == {setup.task_id} and report.task_id in teardown.upstream_task_ids
+    assert dag.get_task("backends_healthy").downstream_task_ids == {setup.task_id}
+    # Maintenance goes on in the Spark task itself, which runs in the Cassandra pool: queueing for the
+    # slot is not part of the outage. The job cannot outlive the window the server enforces.
+    assert spark.pool == "cassandra_maintenance" and setup.pool != spark.pool
+    assert spark.maintenance_window is not None and teardown.window == spark.maintenance_window
+    assert spark.execution_timeout == spark.maintenance_window.max_duration
 
 
 def test_max_iterations_becomes_the_job_option_and_is_validated(dag):
