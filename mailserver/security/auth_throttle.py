@@ -69,7 +69,8 @@ class Attempt:
     @property
     def refusal(self) -> str:
         """The human part of a refusal reply."""
-        return f"Too many authentication failures, try again in {self.retry_after} seconds"
+        unit = "second" if self.retry_after == 1 else "seconds"
+        return f"Too many authentication failures, try again in {self.retry_after} {unit}"
 
     def failed(self) -> None:
         self.reported = True

@@ -3,6 +3,10 @@
 aiosmtpd calls its ``authenticator`` synchronously on the event loop; password hashing is slow
 on purpose, so these mechanisms replace aiosmtpd's built-in ones and verify in a worker thread.
 Whether AUTH is offered at all before STARTTLS is aiosmtpd's ``auth_require_tls`` (538 5.7.11).
+
+Every attempt goes through the process's ``AuthThrottle``: it may be delayed before the password
+is checked, or refused with ``454 4.7.0 Too many authentication failures, try again in N seconds``
+(RFC 4954's temporary authentication failure) without checking it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from aiosmtpd.smtp import MISSING, SMTP, AuthResult
 
 from mailserver.model.address import InvalidAddress, Username
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -28,6 +33,8 @@ class SmtpAuthenticator:
     """Mixed into the intake handler: aiosmtpd picks up ``auth_<MECHANISM>`` methods."""
 
     users: UsersRepository | None
+    # the server sets the process's own; not auth_*: aiosmtpd takes those for SASL mechanisms
+    login_throttle: AuthThrottle = AuthThrottle.off()
 
     async def blocking(self, fn: Any, *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)
@@ -35,14 +42,21 @@ class SmtpAuthenticator:
     async def _verify(self, server: SMTP, mechanism: str, login: bytes, password: bytes) -> AuthResult:
         if self.users is None:
             return AuthResult(success=False, handled=False)
-        try:
-            name = login.decode("utf-8")
-            secret = password.decode("utf-8")
-            username = Username.of(name)
-        except (UnicodeDecodeError, InvalidAddress):
-            log.info("AUTH %s refused: malformed user name", mechanism)
-            return AuthResult(success=False, handled=False)
-        ok = await self.blocking(self.users.verify, username, secret)
+        address = getattr(server, "remote_addr", None)
+        async with self.login_throttle.attempt("SMTP", login.decode("utf-8", "replace"), address) as attempt:
+            if attempt.refused:
+                log.info("AUTH %s refused: %s", mechanism, attempt.refusal)
+                return AuthResult(success=False, handled=False, message=f"454 4.7.0 {attempt.refusal}")
+            try:
+                name = login.decode("utf-8")
+                secret = password.decode("utf-8")
+                username = Username.of(name)
+            except (UnicodeDecodeError, InvalidAddress):
+                attempt.failed()
+                log.info("AUTH %s refused: malformed user name", mechanism)
+                return AuthResult(success=False, handled=False)
+            ok = await self.blocking(self.users.verify, username, secret)
+            (attempt.succeeded if ok else attempt.failed)()
         if not ok:
             log.info("AUTH %s failed for %s", mechanism, username.value)
             return AuthResult(success=False, handled=False)

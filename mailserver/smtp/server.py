@@ -38,6 +38,7 @@ from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.runtime.server_thread import AsyncServerThread
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.smtp.backpressure import (
     BackPressure,
     HealthCondition,
@@ -297,6 +298,7 @@ class SmtpServer:
     of a local domain is accepted and unknown ones end in the ``local-address-error``
     processor. ``postmaster`` is what a bare ``RCPT TO:<postmaster>`` delivers to: the mailet
     container's postmaster (``postmaster@localhost`` when not given, James's default domain).
+    AUTH goes through ``auth_throttle`` (``security.auth_throttle``; none without one).
     """
 
     def __init__(self, config: SmtpConfig, spool: MailQueue, domains: DomainList,
@@ -304,7 +306,8 @@ class SmtpServer:
                  back_pressure: BackPressure | None = None, healthy: Callable[[], bool] | None = None,
                  healthy_in_memory: bool = False, maintenance: Callable[[], bool] | None = None,
                  maintenance_known: Callable[[], bool | None] | None = None, metrics: Metrics | None = None,
-                 rewriter: RecipientRewriter | None = None, postmaster: MailAddress | None = None) -> None:
+                 rewriter: RecipientRewriter | None = None, postmaster: MailAddress | None = None,
+                 auth_throttle: AuthThrottle | None = None) -> None:
         self.config = config
         self.metrics = metrics
         bp = back_pressure or BackPressure()
@@ -323,6 +326,8 @@ class SmtpServer:
                         "no users repository" if users is None else "no recipient rewrite table")
         self.handler = IntakeHandler(config, spool, domains, users, store=store, back_pressure=bp,
                                      recipients=recipients, postmaster=postmaster)
+        if auth_throttle is not None:
+            self.handler.login_throttle = auth_throttle
         self.tls_context = config.tls_context()
         self._server: asyncio.AbstractServer | None = None
         self._sessions: set[IntakeSMTP] = set()
