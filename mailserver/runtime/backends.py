@@ -21,6 +21,7 @@ from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
 from mailserver.observability.dead_letters import CassandraEventDeadLetters, EventDeadLettersHealthCheck
 from mailserver.observability.health import HealthCheck
+from mailserver.observability.loop_stalls import WATCHDOG
 from mailserver.observability.metrics import Metrics
 from mailserver.observability.queue_size import MailQueueSizeHealthCheck
 from mailserver.queue.api import MailQueueFactory
@@ -135,6 +136,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
                                     max_blob_bytes=settings.blob.cache_max_blob_bytes)
         contents = MimeMessageStore(blobs)
         metrics = Metrics()
+        metrics.gauge("eventLoopStalls", lambda: WATCHDOG.stalls,
+                      "Event-loop stalls (a loop late by more than its threshold) since start")
         queues = MeteredMailQueueFactory(
             DistributedMailQueueFactory(amqp_url, session, blobs,
                                         management_url=env.get("RABBITMQ_MANAGEMENT_URL") or None,

@@ -19,6 +19,7 @@ from mailserver.mailets.container import MailetContainer
 from mailserver.mailets.spooler import MailSpooler, spooler_for
 from mailserver.observability.health import HealthCheck
 from mailserver.observability.lifecycle import ApplicationLifecycle, LifecycleHealthCheck
+from mailserver.observability.loop_stalls import WATCHDOG, LoopStallHealthCheck
 from mailserver.runtime.backends import Backends
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
@@ -271,4 +272,4 @@ class WebAdminRole(Role):
 def webadmin_checks(backends: Backends, lifecycle: ApplicationLifecycle | None) -> list[HealthCheck]:
     """What ``/healthcheck`` runs: the lifecycle first, then the backends and the queue and event-bus checks."""
     first = [LifecycleHealthCheck(lifecycle)] if lifecycle is not None else []
-    return [*first, *backends.health_checks]
+    return [*first, *backends.health_checks, LoopStallHealthCheck(WATCHDOG)]

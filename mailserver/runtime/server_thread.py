@@ -19,6 +19,8 @@ from typing import Protocol, Self
 
 import uvloop
 
+from mailserver.observability.loop_stalls import WATCHDOG, LoopStallWatchdog
+
 EVENT_LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "uvloop": uvloop.new_event_loop,
     "asyncio": asyncio.new_event_loop,
@@ -39,7 +41,8 @@ class AsyncServerThread:
 
     kind = "server"
 
-    def __init__(self, server: AsyncServer, *, event_loop: str = DEFAULT_EVENT_LOOP) -> None:
+    def __init__(self, server: AsyncServer, *, event_loop: str = DEFAULT_EVENT_LOOP,
+                 watchdog: LoopStallWatchdog = WATCHDOG) -> None:
         if event_loop not in EVENT_LOOPS:
             raise ValueError(f"event loop must be one of {', '.join(EVENT_LOOPS)}; got {event_loop!r}")
         self.server = server
@@ -47,6 +50,8 @@ class AsyncServerThread:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self.watchdog = watchdog
+        self._watched_as: str | None = None
 
     @property
     def port(self) -> int:
@@ -61,6 +66,8 @@ class AsyncServerThread:
             self._error = exc
             self._ready.set()
             return
+        self._watched_as = f"{self.kind.lower()}:{self.server.port}"
+        self.watchdog.watch(self._watched_as, self.loop)
         self._ready.set()
         self.loop.run_forever()
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
@@ -82,6 +89,8 @@ class AsyncServerThread:
     def stop(self, timeout: float = 10.0) -> None:
         if self._thread is None:
             return
+        if self._watched_as is not None:
+            self.watchdog.unwatch(self._watched_as)   # a loop that stops on purpose is no stall
         asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)

@@ -20,6 +20,7 @@ from mailserver.mailets.spooler import MailSpooler
 from mailserver.observability.checks import CassandraHealthCheck
 from mailserver.observability.health import Status
 from mailserver.observability.lifecycle import ApplicationLifecycle, LifecycleHealthCheck, Phase
+from mailserver.observability.loop_stalls import LoopStallHealthCheck
 from mailserver.queue.memory import MemoryMailQueue
 from mailserver.runtime.roles import (
     Role,
@@ -118,11 +119,11 @@ def test_the_server_expects_exactly_its_configured_roles_in_start_order():
     assert server.lifecycle.phase is Phase.STARTING
 
 
-def test_webadmin_runs_the_lifecycle_check_first_then_the_backends():
+def test_webadmin_runs_the_lifecycle_check_first_then_the_backends_then_the_event_loops():
     backend = CassandraHealthCheck(session=None)
     lifecycle = ApplicationLifecycle(["webadmin"])
     checks = webadmin_checks(SimpleNamespace(health_checks=[backend]), lifecycle)   # type: ignore[arg-type]
-    assert [type(c) for c in checks] == [LifecycleHealthCheck, CassandraHealthCheck]
+    assert [type(c) for c in checks] == [LifecycleHealthCheck, CassandraHealthCheck, LoopStallHealthCheck]
     assert checks[0].lifecycle is lifecycle
 
 
