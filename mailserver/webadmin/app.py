@@ -2,7 +2,8 @@
 
 One HTTP middleware wraps every request, outermost first: James's logging context (``ip``,
 ``host``, ``verb``, ``protocol=webadmin``, ``action``, ``user``), authentication (plain-text
-401/403), the per-route timer, and the last-resort 500 in James's JSON error shape.
+401/403, through the authentication throttle: 429 with ``Retry-After``), the per-route timer,
+and the last-resort 500 in James's JSON error shape.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from mailserver import __version__
 from mailserver.observability.checks import MaintenanceHealthCheck
 from mailserver.observability.health import HealthCheckRunner
 from mailserver.observability.logging import mdc
-from mailserver.webadmin import errors
+from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.webadmin import auth_throttling, errors
 from mailserver.webadmin.auth import Authenticator, is_public
 from mailserver.webadmin.context import WebAdminContext
 from mailserver.webadmin.json_body import JsonBodyMiddleware
@@ -91,6 +93,7 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         return Response(metrics.exposition(), media_type=metrics.content_type)
 
     authenticator = Authenticator(ctx.auth)
+    throttle = ctx.auth_throttle or AuthThrottle.off()
 
     @app.middleware("http")
     async def per_request(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -99,10 +102,11 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         with mdc(protocol="webadmin", ip=ip, host=request.url.hostname, verb=method, action=path):
             principal = None
             if not is_public(method, path):
-                decision = authenticator.authorize(method, request.headers)
+                peer = request.client.host if request.client else None   # not X-Real-IP: the client sets it
+                decision = await auth_throttling.authorize(authenticator, throttle, method, request.headers, peer)
                 if not decision.allowed:
                     log.info("webadmin %s %s refused: %s", method, path, decision.body)
-                    return PlainTextResponse(decision.body, status_code=decision.status)
+                    return PlainTextResponse(decision.body, status_code=decision.status, headers=decision.headers)
                 principal = decision.principal
             request.state.principal = principal
             start = time.perf_counter()

@@ -9,7 +9,8 @@
 Failures answer plain-text 401/403 bodies worded as James's code (``JwtFilter``, ``PasswordFilter``):
 JWT refusals are all 401 (``No Bearer header.``, ``Invalid Bearer header.``, ``Non authorized
 user.`` for a token without ``admin: true``); passwords answer 401 (``No Password in header.``,
-``Wrong password.``) or 403 (``Insufficient permissions for this operation.``). Health checks,
+``Wrong password.``) or 403 (``Insufficient permissions for this operation.``); 429 with
+``Retry-After`` once the client's address is throttled (``auth_throttling``). Health checks,
 ``/metrics`` and the API description stay public, as do CORS preflights.
 
 Secure default (where we differ from James): with neither mode configured the server refuses
@@ -30,6 +31,8 @@ import jwt
 PUBLIC_PREFIXES = ("/healthcheck",)
 PUBLIC_PATHS = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 READ_METHODS = frozenset({"GET", "HEAD"})
+INVALID_BEARER = "Invalid Bearer header."
+WRONG_PASSWORD = "Wrong password."  # noqa: S105 - a reply, not a secret
 
 
 class AuthMode(Enum):
@@ -105,10 +108,20 @@ class Decision:
     principal: str | None = None
     status: int = 200
     body: str = ""
+    retry_after: int | None = None   # seconds, when refused for too many failures
 
     @property
     def allowed(self) -> bool:
         return self.status == 200
+
+    @property
+    def wrong_credentials(self) -> bool:
+        """Credentials were given and are wrong: a guess, for the authentication throttle."""
+        return self.status == 401 and self.body in (INVALID_BEARER, WRONG_PASSWORD)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)} if self.retry_after is not None else {}
 
 
 def is_public(method: str, path: str) -> bool:
@@ -137,7 +150,7 @@ class Authenticator:
             claims = jwt.decode(token, self.config.jwt_public_key, algorithms=["RS256"],
                                 options={"require": ["sub"], "verify_aud": False})
         except jwt.PyJWTError:   # bad signature, expired, malformed: James's JwtFilter wording
-            return Decision(status=401, body="Invalid Bearer header.")
+            return Decision(status=401, body=INVALID_BEARER)
         if claims.get("admin") is not True:
             return Decision(status=401, body="Non authorized user.")
         return Decision(principal=str(claims["sub"]))
@@ -162,7 +175,7 @@ class Authenticator:
             if method not in READ_METHODS:
                 return Decision(status=403, body="Insufficient permissions for this operation.")
             return Decision(principal="admin-readonly")
-        return Decision(status=401, body="Wrong password.")
+        return Decision(status=401, body=WRONG_PASSWORD)
 
 
 def _matches(secret: str, candidates: Sequence[str]) -> bool:

@@ -11,6 +11,7 @@ from mailserver.maintenance.guard import MaintenanceGuard
 from mailserver.observability.health import DEFAULT_TIMEOUT, HealthCheck
 from mailserver.observability.metrics import Metrics
 from mailserver.rrt.api import RecipientRewriteTable
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
 from mailserver.webadmin.auth import AuthConfig
 
@@ -61,6 +62,9 @@ class WebAdminContext:
     mailboxes: MailboxManager | None = None
     subscriptions: SubscriptionStore | None = None      # ?task=subscribeAll on /users/{u}/mailboxes
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
+    # Authentication failures delay, then refuse (429), their address; None: not throttled. ``serve``
+    # shares the process's throttle with IMAP and SMTP.
+    auth_throttle: AuthThrottle | None = None
 
     def __post_init__(self) -> None:
         if self.guard is None:
