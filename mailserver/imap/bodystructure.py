@@ -1,7 +1,9 @@
 """BODY and BODYSTRUCTURE (RFC 3501 §7.4.2) from the MIME tree of ``mime.py``.
 
 Sizes and line counts are those of the raw body octets (as transmitted, still encoded).
-BODYSTRUCTURE adds the extension data: MD5 (always NIL), disposition, language, location.
+The tree is bounded (``mime.py``: at most ``MAX_DEPTH`` levels, its opaque parts described as
+text/plain), so the recursion here is too. BODYSTRUCTURE adds the extension data: MD5 (always
+NIL), disposition, language, location.
 """
 
 from __future__ import annotations
@@ -25,10 +27,6 @@ def _params(fields: Message, header: str = "content-type") -> list[bytes]:
     return out
 
 
-def _lines(body: bytes) -> int:
-    return body.count(b"\n") + (1 if body and not body.endswith(b"\n") else 0)
-
-
 def _disposition(fields: Message) -> bytes:
     value = fields.get("content-disposition")
     if value is None:
@@ -49,26 +47,24 @@ def _extension(fields: Message) -> list[bytes]:
 def body_structure(part: Part, *, extensible: bool = True) -> bytes:
     main, sub = part.content_type
     fields = part.fields
-    if part.is_multipart and part.children:
+    if part.is_multipart:
         items = [body_structure(child, extensible=extensible) for child in part.children]
         items.append(string(sub.upper()))
         if extensible:
             items.append(nil_or_list(_params(fields)))
             items.extend(_extension(fields))
         return b"(" + b"".join(items[:len(part.children)]) + b" " + b" ".join(items[len(part.children):]) + b")"
-    if part.is_multipart:   # a multipart without a usable boundary: describe it as opaque text
-        main, sub = "text", "plain"
     params = _params(fields)
     if main == "text" and not any(p.upper() == b'"CHARSET"' for p in params[::2]):
         params += [string("CHARSET"), string("US-ASCII")]
     items = [string(main.upper()), string(sub.upper()), nil_or_list(params),
              nstring(raw_value(fields, "content-id")), nstring(raw_value(fields, "content-description")),
-             string((raw_value(fields, "content-transfer-encoding") or "7BIT").upper()), number(len(part.body))]
+             string((raw_value(fields, "content-transfer-encoding") or "7BIT").upper()), number(part.body_size)]
     if (main, sub) == ("message", "rfc822") and part.message is not None:
         items += [envelope(part.message.fields), body_structure(part.message, extensible=extensible),
-                  number(_lines(part.body))]
+                  number(part.body_lines)]
     elif main == "text":
-        items.append(number(_lines(part.body)))
+        items.append(number(part.body_lines))
     if extensible:
         items.append(b"NIL")   # MD5
         items.extend(_extension(fields))

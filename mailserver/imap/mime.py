@@ -1,11 +1,19 @@
 """A MIME tree over a message's raw bytes, for BODYSTRUCTURE and byte-exact BODY[section] fetches.
 
 Python's ``email`` package re-serializes what it parses, so section contents would not be the
-octets the client appended. Here every part keeps slices of the original bytes: its MIME header
-(up to and including the blank line) and its body; ``email`` only parses header *fields*.
+octets the client appended. Here every part keeps offsets into the original bytes: its MIME
+header (up to and including the blank line) and its body; ``email`` only parses header *fields*.
+Offsets, not copies: the tree holds the message once, however deep it is.
 
 Part numbering follows RFC 3501 §6.4.5: the parts of a multipart are 1, 2, ...; a non-multipart
 message has one part, 1, its body; a ``message/rfc822`` part's own parts continue below it.
+
+The tree is bounded as every MIME walk of the server (``mailbox/content.py``): it is built without
+recursion, containers are descended at most ``MAX_DEPTH`` levels and at most ``MAX_PARTS`` parts
+are made. A container left undescended (too deep, past the part budget, or a multipart whose
+parts cannot be found) is an *opaque* part described as text/plain, so BODYSTRUCTURE stays a
+valid response and stays within depth for the code that recurses over the tree. Structural
+header values are cut as there, since ``email``'s parameter parsing is quadratic in their length.
 """
 
 from __future__ import annotations
@@ -16,21 +24,46 @@ from email.message import Message
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 
-MAX_DEPTH = 32
+from mailserver.mailbox.content import MAX_DEPTH, MAX_PARTS, MAX_STRUCTURE_HEADER
+
 _BLANK = re.compile(rb"\r?\n\r?\n")
 _PARSER = BytesHeaderParser(policy=compat32)
+_STRUCTURE_HEADERS = ("Content-Type", "Content-Disposition")
 
 
-@dataclass
+@dataclass(eq=False)
 class Part:
-    header: bytes                 # MIME header (or the message header) including the blank line
-    body: bytes
-    fields: Message               # parsed header fields (raw values)
+    raw: bytes = field(repr=False)   # the whole message, shared by every part
+    start: int                       # where the part's MIME header starts
+    body_start: int                  # where its body starts (after the blank line)
+    end: int
+    fields: Message                  # parsed header fields (raw values)
     children: list[Part] = field(default_factory=list)
-    message: Part | None = None   # the encapsulated message of a message/rfc822 part
+    message: Part | None = None      # the encapsulated message of a message/rfc822 part
+    opaque: bool = False             # a container not descended: described as text/plain
+
+    @property
+    def header(self) -> bytes:
+        """The MIME header (or the message header) including the blank line."""
+        return self.raw[self.start:self.body_start]
+
+    @property
+    def body(self) -> bytes:
+        return self.raw[self.body_start:self.end]
+
+    @property
+    def body_size(self) -> int:
+        return self.end - self.body_start
+
+    @property
+    def body_lines(self) -> int:
+        lines = self.raw.count(b"\n", self.body_start, self.end)
+        return lines + (1 if self.end > self.body_start and self.raw[self.end - 1] != 0x0A else 0)
 
     @property
     def content_type(self) -> tuple[str, str]:
+        if self.opaque:
+            return "text", "plain"
         value = self.fields.get_content_type()   # text/plain when absent or malformed (or message/rfc822 in digest)
         main, _, sub = value.partition("/")
         return main.lower(), sub.lower()
@@ -48,55 +81,80 @@ class Part:
         return value
 
 
-def split_header(raw: bytes) -> tuple[bytes, bytes]:
-    """Header (with the blank line) and body; all header when there is no blank line."""
-    if raw.startswith(b"\r\n") or raw.startswith(b"\n"):   # no header at all
-        end = 2 if raw.startswith(b"\r\n") else 1
-        return raw[:end], raw[end:]
-    match = _BLANK.search(raw)
-    if match is None:
-        return raw, b""
-    return raw[:match.end()], raw[match.end():]
+def split_header(raw: bytes, start: int = 0, end: int | None = None) -> int:
+    """Where the body of ``raw[start:end]`` starts: after the blank line; at ``end`` when there is none."""
+    end = len(raw) if end is None else end
+    if raw.startswith(b"\r\n", start, end):   # no header at all
+        return start + 2
+    if raw.startswith(b"\n", start, end):
+        return start + 1
+    match = _BLANK.search(raw, start, end)
+    return end if match is None else match.end()
 
 
-def parse(raw: bytes, *, default_type: str = "text/plain", depth: int = 0) -> Part:
-    header, body = split_header(raw)
-    fields = _PARSER.parsebytes(header)
+def _part(raw: bytes, start: int, end: int, default_type: str) -> Part:
+    body_start = split_header(raw, start, end)
+    fields = _PARSER.parsebytes(raw[start:body_start])
+    for name in _STRUCTURE_HEADERS:
+        value = fields.get(name)
+        if value is not None and len(str(value)) > MAX_STRUCTURE_HEADER:
+            fields.replace_header(name, str(value)[:MAX_STRUCTURE_HEADER])
     if default_type != "text/plain" and "content-type" not in fields:
         fields.set_default_type(default_type)
-    part = Part(header, body, fields)
-    if depth >= MAX_DEPTH:
-        return part
-    main, sub = part.content_type
-    if main == "multipart":
-        boundary = part.param("boundary")
-        if boundary:
+    return Part(raw, start, body_start, end, fields)
+
+
+def parse(raw: bytes) -> Part:
+    """The bounded tree of ``raw`` (see the module docstring); never recurses, whatever the input."""
+    root = _part(raw, 0, len(raw), "text/plain")
+    budget = MAX_PARTS - 1
+    stack: list[tuple[Part, int]] = [(root, 0)]
+    while stack:
+        part, depth = stack.pop()
+        main, sub = part.content_type
+        if main != "multipart" and (main, sub) != ("message", "rfc822"):
+            continue
+        if depth >= MAX_DEPTH or budget <= 0:
+            part.opaque = True
+            continue
+        if main == "multipart":
+            boundary = part.param("boundary")
+            spans = split_multipart(raw, part.body_start, part.end, boundary.encode("utf-8", "surrogateescape"),
+                                    limit=budget) if boundary else []
             child_default = "message/rfc822" if sub == "digest" else "text/plain"
-            part.children = [parse(chunk, default_type=child_default, depth=depth + 1)
-                             for chunk in split_multipart(body, boundary.encode("utf-8", "surrogateescape"))]
-    elif (main, sub) == ("message", "rfc822"):
-        part.message = parse(body, depth=depth + 1)
-    return part
+            part.children = [_part(raw, s, e, child_default) for s, e in spans]
+            part.opaque = not part.children
+            budget -= len(part.children)
+            stack.extend((child, depth + 1) for child in reversed(part.children))
+        else:
+            part.message = _part(raw, part.body_start, part.end, "text/plain")
+            budget -= 1
+            stack.append((part.message, depth + 1))
+    return root
 
 
-def split_multipart(body: bytes, boundary: bytes) -> list[bytes]:
-    """The body parts between ``--boundary`` lines; the CRLF before a delimiter belongs to it."""
+def split_multipart(raw: bytes, start: int, end: int, boundary: bytes, *,
+                    limit: int = MAX_PARTS) -> list[tuple[int, int]]:
+    """The first ``limit`` body parts of the multipart body ``raw[start:end]``, as (start, end) offsets
+    between ``--boundary`` lines; the CRLF before a delimiter belongs to it."""
     delimiter = re.compile(rb"(?:\A|\r?\n)--" + re.escape(boundary) + rb"(--)?[ \t]*(?=\r?\n|\Z)")
-    parts: list[bytes] = []
-    start: int | None = None
+    body = memoryview(raw)[start:end]   # a view, not a copy; \A and \Z anchor at the body's ends
+    parts: list[tuple[int, int]] = []
+    position: int | None = None
     for match in delimiter.finditer(body):
-        if start is not None:
-            parts.append(body[start:match.start()])
+        if position is not None:
+            parts.append((start + position, start + match.start()))
+            if len(parts) >= limit:
+                return parts
         if match.group(1):   # close delimiter
             return parts
-        end = match.end()
-        if body[end:end + 2] == b"\r\n":
-            end += 2
-        elif body[end:end + 1] == b"\n":
-            end += 1
-        start = end
-    if start is not None:   # no close delimiter: the last part runs to the end
-        parts.append(body[start:])
+        position = match.end()
+        if body[position:position + 2] == b"\r\n":
+            position += 2
+        elif body[position:position + 1] == b"\n":
+            position += 1
+    if position is not None:   # no close delimiter: the last part runs to the end
+        parts.append((start + position, end))
     return parts
 
 

@@ -12,12 +12,16 @@ its literal. ``tokenize`` turns this into Python values:
 * ``list`` for parenthesized lists.
 
 ``Args`` reads a command's arguments in order, with an error naming what was expected.
+
+Lists nest at most ``MAX_NESTING`` levels: no command needs more, and every later walk over the
+tokens (the SEARCH parser, error messages, closing literals) may then recurse safely. A deeper
+command is refused with ``BAD [LIMIT]`` and the session goes on.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -69,6 +73,7 @@ Token = Any   # Atom | str | Literal | list[Token]
 _LITERAL_MARK = re.compile(rb"\{(\d{1,12})(\+?)\}$")
 _ATOM_END = b" ()\"{"
 _CTL = set(range(0x00, 0x20)) | {0x7F}
+MAX_NESTING = 100   # levels of parenthesized lists in one command
 
 
 @dataclass
@@ -83,12 +88,20 @@ class Command:
                 token.close()
 
 
-def _walk(tokens: Sequence[Token]):
-    for token in tokens:
-        if isinstance(token, list):
-            yield from _walk(token)
+def _walk(tokens: Sequence[Token]) -> Iterator[Token]:
+    """Every non-list token, depth first, without recursion."""
+    stack: list[Iterator[Token]] = [iter(tokens)]
+    while stack:
+        token = next(stack[-1], _END)
+        if token is _END:
+            stack.pop()
+        elif isinstance(token, list):
+            stack.append(iter(token))
         else:
             yield token
+
+
+_END = object()
 
 
 TAG = re.compile(r"^[\x21-\x7e]+$")
@@ -152,6 +165,8 @@ def _tokenize_text(text: bytes, stack: list[list[Token]]) -> None:
         if c == 0x20:
             i += 1
         elif c == 0x28:  # (
+            if len(stack) > MAX_NESTING:
+                raise ParseError(f"[LIMIT] parenthesized lists nested deeper than {MAX_NESTING} levels")
             child: list[Token] = []
             stack[-1].append(child)
             stack.append(child)

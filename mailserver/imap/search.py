@@ -5,27 +5,35 @@ reach a criterion needing it (``AND`` stops at the first false operand), so ``UN
 ``UID 5:*`` never touch the blob store. A later issue answers searches from the search index.
 
 String matching is a case-insensitive substring match on decoded text (RFC 2047 words decoded,
-transfer encodings undone), as RFC 3501 allows.
+transfer encodings undone), as RFC 3501 allows. The text comes from the bounded MIME walk of
+``mailbox/content.py`` (depth and part count capped, no recursion), so a hostile message is searched
+on what can be parsed and never fails the search of the mailbox.
+
+``OR``, ``NOT`` and parentheses nest at most ``MAX_DEPTH`` levels: parsing and evaluating recurse
+once per level, and a deeper query is refused with ``BAD [LIMIT]`` before any message is read.
 """
 
 from __future__ import annotations
 
-import email.policy
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.header import decode_header, make_header
-from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 
 from mailserver.imap.fetch import Content
 from mailserver.imap.parser import Atom, ParseError, Token
 from mailserver.imap.response import parse_date
 from mailserver.imap.sequence import SequenceSet
+from mailserver.mailbox.content import _text, leaf_parts
 from mailserver.model.flags import SystemFlag
 from mailserver.model.message import MessageMetadata
 
+log = logging.getLogger(__name__)
+
 CHARSETS = {"UTF-8", "US-ASCII"}
+MAX_DEPTH = 100   # levels of OR, NOT and parentheses in one query
 _FLAG_KEYS = {"ANSWERED": SystemFlag.ANSWERED, "DELETED": SystemFlag.DELETED, "DRAFT": SystemFlag.DRAFT,
               "FLAGGED": SystemFlag.FLAGGED, "SEEN": SystemFlag.SEEN, "RECENT": SystemFlag.RECENT}
 
@@ -50,7 +58,7 @@ class Candidate:
 
     def body_text(self) -> str:
         if self._body is None:
-            self._body = _message_text(self.content.full[self.meta.body_start_octet:], self.content.header)
+            self._body = _message_text(self.content.full, self.meta.body_start_octet)
         return self._body
 
     def all_text(self) -> str:
@@ -70,20 +78,15 @@ def _decode(value: str) -> str:
         return value
 
 
-def _message_text(body: bytes, header: bytes) -> str:
-    message = BytesParser(policy=email.policy.default).parsebytes(header + body)
-    texts: list[str] = []
-    for part in message.walk():
-        if part.is_multipart():
-            continue
-        if part.get_content_maintype() == "text":
-            try:
-                texts.append(part.get_content())
-            except (LookupError, ValueError):
-                payload = part.get_payload(decode=True) or b""
-                texts.append(payload.decode("utf-8", "replace"))
+def _message_text(full: bytes, body_start: int) -> str:
+    """The decoded text parts; the raw body when there is none (or the walk fails on hostile input)."""
+    try:
+        texts = [_text(part) for part in leaf_parts(full) if part.get_content_maintype() == "text"]
+    except Exception as exc:   # whatever the message, the other messages of the mailbox are still searched
+        log.warning("message body searched as raw text (%s: %s)", type(exc).__name__, exc)
+        texts = []
     if not texts:
-        return body.decode("utf-8", "replace")
+        return full[body_start:].decode("utf-8", "replace")
     return "\n".join(texts)
 
 
@@ -104,7 +107,7 @@ def parse_query(tokens: list[Token]) -> Query:
         raise ParseError("SEARCH needs criteria")
     predicates = []
     while parser.more():
-        predicates.append(parser.key())
+        predicates.append(parser.key(0))
     return Query(_all(predicates), parser.modseq)
 
 
@@ -154,13 +157,18 @@ class _Parser:
         except ValueError as exc:
             raise ParseError(f"SEARCH: {exc}") from None
 
-    def key(self) -> Predicate:
+    def key(self, depth: int) -> Predicate:
+        """One search key; ``depth`` counts the OR, NOT and parentheses it is nested in."""
         token = self.next("search key")
+        if isinstance(token, list) or (isinstance(token, Atom) and token.upper() in ("OR", "NOT")):
+            if depth >= MAX_DEPTH:
+                raise ParseError(f"[LIMIT] SEARCH criteria nested deeper than {MAX_DEPTH} levels of OR, NOT "
+                                 "and parentheses")
         if isinstance(token, list):
             inner = _Parser(token)
             predicates = []
             while inner.more():
-                predicates.append(inner.key())
+                predicates.append(inner.key(depth + 1))
             if not predicates:
                 raise ParseError("SEARCH: empty parenthesized criteria")
             self.modseq |= inner.modseq
@@ -188,10 +196,10 @@ class _Parser:
                 return lambda c: keyword in c.meta.flags.user or _system_keyword(keyword, c)
             return lambda c: keyword not in c.meta.flags.user and not _system_keyword(keyword, c)
         if key == "NOT":
-            inner = self.key()
+            inner = self.key(depth + 1)
             return lambda c: not inner(c)
         if key == "OR":
-            left, right = self.key(), self.key()
+            left, right = self.key(depth + 1), self.key(depth + 1)
             return lambda c: left(c) or right(c)
         if key == "LARGER":
             size = self.number("size")
