@@ -30,6 +30,7 @@ from mailserver.repository.api import MailRepositoryStore
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings
 from mailserver.search.api import SearchIndex
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
 from mailserver.vault.api import DeletedMessageVault
 
@@ -61,6 +62,8 @@ class Backends:
     other_checks: list[HealthCheck]
     search: SearchIndex | None = None   # the OpenSearch mailbox index when OPENSEARCH_URL is set
     vault: DeletedMessageVault | None = None   # deleted messages (captured only when MAILSERVER_VAULT_ENABLED)
+    # Authentication failures of the process's protocols, counted once for all of them (IMAP, SMTP, WebAdmin).
+    auth_throttle: AuthThrottle | None = None
 
     @property
     def subscriptions(self) -> SubscriptionStore:
@@ -188,7 +191,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             repositories=CassandraMailRepositoryStore(session, contents),
             maintenance=maintenance, guard=guard, metrics=metrics,
             bus=bus, dead_letters=dead_letters, required_groups=required_groups,
-            mail_path_checks=mail_path, other_checks=others, search=search, vault=vault)
+            mail_path_checks=mail_path, other_checks=others, search=search, vault=vault,
+            auth_throttle=AuthThrottle(settings.auth_throttle, metrics=metrics))
     except BaseException:
         session.close()
         raise

@@ -78,7 +78,8 @@ class SmtpRole(Role):
                             store=backends.contents, healthy=monitor.healthy, healthy_in_memory=True,
                             maintenance=lambda: not backends.guard.smtp_allowed(),
                             maintenance_known=backends.guard.in_maintenance_if_known, metrics=backends.metrics,
-                            rewriter=container.context.rewriter, postmaster=container.context.postmaster)
+                            rewriter=container.context.rewriter, postmaster=container.context.postmaster,
+                            auth_throttle=backends.auth_throttle)
         self.thread = SmtpServerThread(server, event_loop=settings.event_loop)
 
     @property
@@ -106,7 +107,8 @@ class ImapRole(Role):
 
         server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
                             subscriptions=CassandraSubscriptionStore(backends.session),
-                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics)
+                            maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
+                            auth_throttle=backends.auth_throttle)
         self.thread = ImapServerThread(server, event_loop=settings.event_loop)
 
     @property
@@ -246,7 +248,8 @@ class WebAdminRole(Role):
                                   registered_groups=registered_groups_from_env(env, backends.bus.amqp_url,
                                                                                backends.bus.names),
                                   topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
-                                  subscriptions=backends.subscriptions, vault=vault)
+                                  subscriptions=backends.subscriptions, vault=vault,
+                                  auth_throttle=backends.auth_throttle)
         app = create_app(context)
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
                                                     access_log=False))

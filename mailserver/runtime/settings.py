@@ -22,6 +22,7 @@ from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
 from mailserver.runtime.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
 from mailserver.search.config import SearchConfig
+from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.smtp.config import SmtpConfig
 from mailserver.vault.config import VaultConfiguration
 
@@ -118,6 +119,14 @@ def blob_config(env: Mapping[str, str]) -> BlobStoreConfig:
         raise SettingsError(str(exc)) from None
 
 
+def auth_throttle_config(env: Mapping[str, str]) -> AuthThrottleConfig:
+    """IMAP, SMTP AUTH and WebAdmin authentication throttling: ``MAILSERVER_AUTH_THROTTLE_*``."""
+    try:
+        return AuthThrottleConfig.from_env(env)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def vault_config(env: Mapping[str, str]) -> VaultConfiguration:
     """James's deletedMessageVault.properties: disabled by default, one year of retention."""
     try:
@@ -156,6 +165,8 @@ class ServeSettings:
     rrt_cache_seconds: float = 10.0
     # The SMTP and IMAP servers' event loop: uvloop, or asyncio (the standard library's) to compare.
     event_loop: str = DEFAULT_EVENT_LOOP
+    # Authentication failures (IMAP, SMTP AUTH, WebAdmin): MAILSERVER_AUTH_THROTTLE_* (security/throttle_config.py)
+    auth_throttle: AuthThrottleConfig = field(default_factory=AuthThrottleConfig)
 
     def runs_group(self, group: str) -> bool:
         """Whether this node runs a listener group: named in full, or by its listener's class name."""
@@ -229,6 +240,7 @@ class ServeSettings:
             users_cache_seconds=read.non_negative("MAILSERVER_USERS_READ_CACHE_MS", 10_000) / 1000,
             rrt_cache_seconds=read.non_negative("MAILSERVER_RRT_READ_CACHE_MS", 10_000) / 1000,
             event_loop=read.one_of("MAILSERVER_EVENT_LOOP", tuple(EVENT_LOOPS), DEFAULT_EVENT_LOOP),
+            auth_throttle=auth_throttle_config(env),
         )
 
 

@@ -6,6 +6,7 @@ from ipaddress import ip_network
 
 import pytest
 
+from mailserver.runtime.settings import ServeSettings, SettingsError
 from mailserver.security.throttle_config import ENVIRONMENT, AuthThrottleConfig
 
 
@@ -41,3 +42,10 @@ def test_variables_override_the_defaults():
 def test_a_bad_value_names_its_variable(variable, value):
     with pytest.raises(ValueError, match=variable):
         AuthThrottleConfig.from_env({variable: value})
+
+
+def test_serve_reads_them_with_its_settings():
+    settings = ServeSettings.from_env({"MAILSERVER_AUTH_THROTTLE_ACCOUNT_ADDRESS_LIMIT": "4"})
+    assert settings.auth_throttle == AuthThrottleConfig(account_address_limit=4)
+    with pytest.raises(SettingsError, match="MAILSERVER_AUTH_THROTTLE_MAX_TRACKED"):
+        ServeSettings.from_env({"MAILSERVER_AUTH_THROTTLE_MAX_TRACKED": "0"})
