@@ -22,9 +22,10 @@ normalised by ``Domain.of``; addresses in values keep their local part as writte
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import Enum
+
+import regex
 
 from mailserver.model.address import Domain, InvalidAddress, MailAddress
 
@@ -171,7 +172,7 @@ class Mapping:
         return self.as_string()
 
 
-def split_regex(value: str) -> tuple[re.Pattern[str], str]:
+def split_regex(value: str) -> tuple[regex.Pattern[str], str]:
     """``<pattern>:<replacement>`` -> (compiled pattern, replacement); raises InvalidMapping.
 
     James splits on ``:`` and wants exactly three parts (``regex``, pattern, replacement); we
@@ -184,8 +185,10 @@ def split_regex(value: str) -> tuple[re.Pattern[str], str]:
         raise InvalidMapping(f"regex mapping must be <pattern>:<replacement>, e.g. "
                              f"'(.*)@old\\.tld:${{1}}@new.tld'; got {value!r}")
     try:
-        return re.compile(pattern), replacement
-    except re.error as exc:
+        # The ``regex`` module, not ``re``: the same syntax, and a match can be given a time limit
+        # (an administrator's pattern such as ``(a+)+b`` backtracks exponentially on some addresses).
+        return regex.compile(pattern), replacement
+    except regex.error as exc:
         raise InvalidMapping(f"invalid regex {pattern!r} in mapping {value!r}: {exc}") from exc
 
 

@@ -45,6 +45,8 @@ import re
 from collections.abc import Collection, Iterable
 from typing import TypeVar
 
+import regex
+
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Domain, InvalidAddress, MailAddress
 from mailserver.rrt.api import RecipientRewriteTable
@@ -141,6 +143,9 @@ class RecipientRewriter:
         return self._resolve(rewritten, remaining - 1, types) or [result]
 
 
+# An address is at most 320 characters: any sane pattern answers in microseconds.
+REGEX_MATCH_SECONDS = 0.05
+
 def _rewrite_one(address: MailAddress, mapping: Mapping) -> MailAddress | None:
     """The address ``mapping`` turns ``address`` into; None when it does not apply."""
     if mapping.type is MappingType.ERROR:
@@ -152,7 +157,11 @@ def _rewrite_one(address: MailAddress, mapping: Mapping) -> MailAddress | None:
             return MailAddress(address.local_part, Domain.of(mapping.value))
         if mapping.type is MappingType.REGEX:
             pattern, replacement = split_regex(mapping.value)
-            match = pattern.fullmatch(str(address))
+            try:
+                match = pattern.fullmatch(str(address), timeout=REGEX_MATCH_SECONDS)
+            except TimeoutError:
+                raise MappingErrorException(f"regex mapping {mapping.value!r} took longer than "
+                                            f"{REGEX_MATCH_SECONDS * 1000:.0f} ms on {address}") from None
             if match is None:
                 return None
             return _with_domain(_substitute(replacement, match), address.domain)
@@ -167,7 +176,7 @@ def _with_domain(target: str, domain: Domain) -> MailAddress:
     return MailAddress.of(target if "@" in target else f"{target}@{domain}")
 
 
-def _substitute(replacement: str, match: re.Match[str]) -> str:
+def _substitute(replacement: str, match: regex.Match[str]) -> str:
     def group(ref: re.Match[str]) -> str:
         index = int(ref.group(1) or ref.group(2))
         if index > (match.re.groups or 0):

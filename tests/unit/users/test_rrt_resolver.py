@@ -145,6 +145,14 @@ def test_regex_must_match_the_whole_address(rrt, rewriter):
     assert rewriter.rewrite(a("bob@d.test")) == [a("bob@d.test")]
 
 
+def test_a_backtracking_regex_mapping_is_cut_short_and_sends_the_recipient_to_the_error_path(rrt, rewriter):
+    # (a|aa)+y against 40 "a" then "x" tries every split of the a's (Fibonacci(40)) before failing,
+    # minutes of a backtracking engine holding the GIL.
+    rrt.add_regex_mapping(f"{'a' * 40}x@d.test", "(a|aa)+y@d\\.test:never@e.test")
+    with pytest.raises(MappingErrorException, match="took longer than 50 ms"):
+        rewriter.rewrite(a(f"{'a' * 40}x@d.test"))
+
+
 def test_error_mapping_raises(rrt, rewriter):
     rrt.add_error_mapping("gone@d.test", "550 this user left")
     with pytest.raises(MappingErrorException, match="550 this user left") as info:
