@@ -7,12 +7,15 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, CronDataIntervalTimetable, Param, chain, task
+from airflow.sdk import DAG, Param, chain, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from mailplatform.dag_defaults import dag_arguments
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.param_checks import ParamError, check_params_task, form_params
 from mailplatform.procedures import CASSANDRA_POOL, COMMON_PARAMS, check_report, common_args
 from mailplatform.schema_migration import DENORMALIZATION_JOB, DENORMALIZED_VERSION, MODES
 from mailplatform.sensors.health import WebAdminHealthSensor
+from mailplatform.timetables import BackfillOnlyTimetable
 
 from mailserver.cassandra.versions import LATEST, MIN_VERSION
 
@@ -64,9 +67,8 @@ migrates the same keyspace.
 1. Check the versions: `GET /cassandra/version` and `/cassandra/version/latest` (WebAdmin).
 2. Small keyspace: trigger this DAG (manual run, `mode` auto) and you are done.
 3. Large keyspace at version 10: migrate by month first, with traffic on, throttled by `rate`.
-   Unpause the DAG (backfill runs of a paused DAG wait; unpausing also starts a scheduled run for
-   the last complete month, a slice like the others, and a no-op once version 11 is reached),
-   then from the CLI:
+   Unpause the DAG (backfill runs of a paused DAG wait; unpausing starts nothing by itself: the
+   DAG's timetable only serves backfills, it is never scheduled), then from the CLI:
    `airflow backfill create --dag-id {DAG_ID} --from-date 2023-01-01 --to-date 2023-12-01
    --max-active-runs 1` (one run per month whose start is in the range; add `--dry-run` to list the
    months first, `--reprocess-behavior failed` to redo only the failed months, `--dag-run-conf
@@ -89,7 +91,7 @@ WebAdmin's `POST /cassandra/version/upgrade` is the same upgrade as a single ser
 
 RANGE_DOC = "ISO date-time (UTC); with mode slice only, overrides the run's data interval"
 
-PARAMS = {
+PARAMS, FORM_RULES = form_params({
     "mode": Param("auto", type="string", enum=list(MODES),
                   description="auto: backfill/scheduled runs migrate their data interval, manual runs upgrade; "
                               "slice: migrate one internal-date range (10 -> 11 only, never bumps the version); "
@@ -104,7 +106,13 @@ PARAMS = {
                                description="Airflow connection of the keyspace to migrate (host list, port, "
                                            "keyspace as schema); another one for deployments with several keyspaces"),
     **COMMON_PARAMS,
-}
+})
+
+
+def slice_in_order(params: Mapping[str, Any], _lookups: Any) -> None:
+    start, end = params.get("internal_date_from"), params.get("internal_date_to")
+    if start and end and datetime.fromisoformat(start) >= datetime.fromisoformat(end):
+        raise ParamError("internal_date_to", f"{end} is not after internal_date_from {start}")
 CONN = "{{ params.cassandra_conn_id }}"
 
 
@@ -144,15 +152,15 @@ with DAG(
     description="Cassandra schema upgrade to the latest or a given version; 10 -> 11 as backfills by date range",
     doc_md=DOC,
     # Monthly data intervals: `airflow backfill create` makes one run per month, each migrating its
-    # month. Explicit: a bare "@monthly" is a CronTriggerTimetable in Airflow 3 (zero-length intervals).
-    schedule=CronDataIntervalTimetable("@monthly", timezone="UTC"),
+    # month (a bare "@monthly" is a CronTriggerTimetable in Airflow 3: zero-length intervals). Never
+    # scheduled: unpausing the DAG for a backfill must not start a migration of the last month.
+    schedule=BackfillOnlyTimetable("@monthly", timezone="UTC"),
     start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
     tags=["maintenance", "cassandra", "schema"],
-    default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
     params=PARAMS,
+    **dag_arguments(),
 ) as dag:
+    checked = check_params_task([*FORM_RULES, slice_in_order])
     gate = WebAdminHealthSensor(task_id="backends_healthy", components=["Cassandra backend"],
                                 deferrable=True, poke_interval=30, timeout=30 * 60)
 
@@ -269,7 +277,7 @@ with DAG(
 
     transitions = [to_denormalized(), *(small_transition(v) for v in SMALL_TRANSITIONS)]
     done = summary()
-    gate >> planned
+    checked >> gate >> planned
     planned >> slice_needed() >> migrate_slice >> slice_report() >> done
     planned >> denormalization_needed() >> denormalize_all >> transitions[0]
     chain(*transitions)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import mail_queue_exists
 from mailplatform.mail_queues import COMMON_PARAMS, QUEUE_NAME_PATTERN, QueueProcedure, common_job_args, queue_dag
 
 DOC = """
@@ -69,4 +70,5 @@ dag = queue_dag(QueueProcedure(
     job_args=job_args,
     gate_queue="{{ params.queue }}",
     summary=summary,
+    live_checks=(mail_queue_exists("queue"),),
 ))

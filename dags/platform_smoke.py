@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from airflow.sdk import DAG, Param, task
+from mailplatform.dag_defaults import dag_arguments
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.param_checks import check_params_task, form_params
 from mailplatform.procedures import CASSANDRA_POOL
 
 DOC = """
@@ -26,22 +28,23 @@ Spark step and you want to know whether Spark itself is healthy. It only touches
 procedure: while a procedure runs, the smoke test waits instead of sharing Cassandra with it.
 """
 
+PARAMS, FORM_RULES = form_params({
+    "keyspace": Param("platform_smoke", type="string", pattern="^[a-z][a-z0-9_]{0,47}$",
+                      description="Keyspace for the smoke tables (never the mail keyspace)"),
+    "users": Param(3, type="integer", minimum=1, maximum=1000),
+    "messages_per_user": Param(5, type="integer", minimum=1, maximum=1000),
+})
+
 with DAG(
     dag_id="platform_smoke",
     description="Cassandra -> Spark -> Cassandra round trip through SparkSubmitOperator",
     doc_md=DOC,
     schedule=None,
-    catchup=False,
-    max_active_runs=1,
     tags=["platform", "smoke", "spark", "cassandra"],
-    default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},
-    params={
-        "keyspace": Param("platform_smoke", type="string", pattern="^[a-z][a-z0-9_]{0,47}$",
-                          description="Keyspace for the smoke tables (never the mail keyspace)"),
-        "users": Param(3, type="integer", minimum=1, maximum=1000),
-        "messages_per_user": Param(5, type="integer", minimum=1, maximum=1000),
-    },
+    params=PARAMS,
+    **dag_arguments(retry_delay=timedelta(seconds=30)),
 ) as dag:
+    checked = check_params_task(FORM_RULES)
 
     @task(pool=CASSANDRA_POOL)
     def seed(params: dict | None = None) -> dict[str, list[int]]:
@@ -91,5 +94,6 @@ with DAG(
         return {"users": len(actual), "messages": sum(v[0] for v in actual.values())}
 
     seeded = seed()
+    checked >> seeded
     seeded >> spark_totals
     verify(seeded).set_upstream(spark_totals)

@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow.sdk import Param
 from mailplatform.procedures import Procedure, repair_dag
+from mailplatform.scheduling import Schedule
 
 TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
 DURATION_PATTERN = r"^\s*[0-9]+\s*(ms|msec|msecs|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours|" \
@@ -21,10 +22,11 @@ deletes (expunge, deletion by id, a deleted mailbox) is first kept in the vault:
 the S3 bucket of the month (`deleted-messages-YYYY-MM-01`), its metadata in James's tables
 `deletedMessageMetadata`, `storageInformation` and `userPerBucket`. Admins restore or export
 from it through WebAdmin (`/deletedMessages/...`). Nothing leaves it by itself: the guide
-advises purging the expired messages **on the 1st of each month**, which this DAG does
-(`@monthly`). It is the same work as WebAdmin's `DELETE /deletedMessages?scope=expired`
-(James's task `deleted-messages-blob-store-based-garbage-collection`), in Spark, resumable and
-audited.
+advises purging the expired messages **on the 1st of each month**, which this DAG does once
+its schedule is enabled (`MAILPLATFORM_SCHEDULE__PURGE_DELETED_MESSAGES_VAULT=on`: the 1st of each
+month at 03:00 UTC; it ships off, and the DAG's description says which is the case). It is
+the same work as WebAdmin's `DELETE /deletedMessages?scope=expired` (James's task
+`deleted-messages-blob-store-based-garbage-collection`), in Spark, resumable and audited.
 
 **What expires.** Whole months: a month expires when it ended before the beginning of the
 retention period, `now - retention` (the server's `MAILSERVER_VAULT_RETENTION_PERIOD`, one year
@@ -43,12 +45,25 @@ directly (a rehearsal, or catching up a missed month on purpose).
    `maintenance_audit`. A month that kept entries (a failed item) fails the run and is kept:
    run the DAG again.
 
-**How to run it.** Scheduled monthly; trigger it by hand with `dry_run` first to see the months
+**How to run it.** Scheduled monthly once enabled (a scheduled run uses the defaults below: a
+real purge with `retention` 1y; unpausing the DAG never starts one for a 1st already passed);
+trigger it by hand with `dry_run` first to see the months
 and entries that would go (nothing is deleted). Safe with traffic on: the current month is never
 expired. Safe to re-run and to retry: a run killed midway and started again (the Airflow retry
 keeps its run key) deletes only what is left, and a second run finds nothing. Give
 `bucket_prefix` when the server runs with `S3_BUCKET_PREFIX`.
 """
+
+
+RETENTION_DEFAULT = "1y"
+
+
+def describe(description: str, schedule: Schedule) -> str:
+    """The DAG list's line: what the next scheduled run will do, if any."""
+    if not schedule.enabled:
+        return f"{description}; {schedule.sentence()}: nothing is purged unless triggered by hand"
+    return (f"{description}; {schedule.sentence()}: each scheduled run DELETES for real (dry_run off) the months "
+            f"that ended before now - {RETENTION_DEFAULT}")
 
 
 def job_args(params: Mapping[str, Any]) -> list[str]:
@@ -69,7 +84,7 @@ dag = repair_dag(Procedure(
     doc_md=DOC,
     tags=("vault", "s3", "retention"),
     params={
-        "retention": Param("1y", type="string", pattern=DURATION_PATTERN,
+        "retention": Param(RETENTION_DEFAULT, type="string", pattern=DURATION_PATTERN,
                            description="Retention period (James's durations: 1y, 365d, 52 weeks; a bare number "
                                        "is days); the server's MAILSERVER_VAULT_RETENTION_PERIOD"),
         "beginning_of_retention": Param(None, type=["null", "string"], pattern=INSTANT_PATTERN,
@@ -79,5 +94,6 @@ dag = repair_dag(Procedure(
                                description="The server's S3_BUCKET_PREFIX (empty when it has none)"),
     },
     args_from_params=job_args,
-    schedule="@monthly",
+    schedule="0 3 1 * *",
+    describe=describe,
 ))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import user_exists
 from mailplatform.procedures import Procedure, repair_dag
 
 DOC = """
@@ -65,5 +66,6 @@ dag = repair_dag(Procedure(
                                               "no Sieve scripts (SIEVE) nor JMAP uploads (JMAP_UPLOADS)"),
     },
     args_from_params=job_args,
+    live_checks=(user_exists("user"),),
     maintenance_mode=True,
 ))

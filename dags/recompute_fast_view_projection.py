@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import user_exists
 from mailplatform.procedures import Procedure, repair_dag
 
 DOC = """
@@ -63,4 +64,5 @@ dag = repair_dag(Procedure(
                              description="Bucket of the message blobs (empty: the server's default bucket)"),
     },
     args_from_params=job_args,
+    live_checks=(user_exists("user"),),
 ))

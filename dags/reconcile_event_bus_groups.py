@@ -7,6 +7,8 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from mailplatform.dag_defaults import dag_arguments
+from mailplatform.param_checks import check_params_task, form_params
 from mailplatform.procedures import CASSANDRA_POOL, run_key
 from mailplatform.sensors.health import WebAdminHealthSensor
 from mailplatform.sensors.rabbitmq_health import RabbitMQHealthSensor
@@ -32,8 +34,9 @@ a required group's retries go nowhere. Then registered groups diverge from requi
 longer required" with their message counts.
 
 **What this DAG does.**
-1. `backends_healthy` waits for WebAdmin's Cassandra and RabbitMQ checks; `broker_healthy` checks,
-   through the `rabbitmq_management` connection, that its vhost exists and no alarm is raised.
+1. `check_params` checks the params (a rate above 0); `backends_healthy` waits for WebAdmin's
+   Cassandra and RabbitMQ checks; `broker_healthy` checks, through the `rabbitmq_management`
+   connection, that its vhost exists and no alarm is raised.
 2. `detect` reads the required groups (and their audit trail) from Cassandra and the bindings and
    queues from the management API: *missing* groups (required, not bound), *unexpected* groups
    (bound, not required) and *orphan* queues (of groups not required) with their depth. It
@@ -72,25 +75,26 @@ def _options(params: Any) -> dict[str, Any]:
             "messagesPerSecond": params.get("messages_per_second")}
 
 
+PARAMS, FORM_RULES = form_params({
+    "dry_run": Param(False, type="boolean",
+                     description="Detect and report only: no binding, no message moved, no queue deleted"),
+    "move_orphan_messages_to_dead_letters": Param(
+        False, type="boolean",
+        description="Store the messages of orphan queues as event dead letters, then delete the empty queues"),
+    "messages_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
+                                 description="Orphan messages moved per second; empty for no limit"),
+})
+
 with DAG(
     dag_id=DAG_ID,
     description="Event bus: bind required groups, unbind the others, report or move orphan queues (ADR 0026)",
     doc_md=DOC,
     schedule=None,
-    catchup=False,
-    max_active_runs=1,
     tags=["maintenance", "event-bus", "rabbitmq", "groups"],
-    default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
-    params={
-        "dry_run": Param(False, type="boolean",
-                         description="Detect and report only: no binding, no message moved, no queue deleted"),
-        "move_orphan_messages_to_dead_letters": Param(
-            False, type="boolean",
-            description="Store the messages of orphan queues as event dead letters, then delete the empty queues"),
-        "messages_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
-                                     description="Orphan messages moved per second; empty for no limit"),
-    },
+    **dag_arguments(retry_delay=timedelta(minutes=1)),
+    params=PARAMS,
 ) as dag:
+    checked = check_params_task([*FORM_RULES])
     gate = WebAdminHealthSensor(task_id="backends_healthy", components=BACKENDS, deferrable=True,
                                 poke_interval=30, timeout=30 * 60)
     broker = RabbitMQHealthSensor(task_id="broker_healthy", rabbitmq_conn_id=RABBITMQ_CONN_ID, poke_interval=30,
@@ -211,5 +215,5 @@ with DAG(
     healthy = WebAdminHealthSensor(task_id="groups_healthy", components=[*BACKENDS, GROUPS_CHECK],
                                    poke_interval=10, timeout=10 * 60)
 
-    gate >> broker >> detect() >> reconcile() >> report() >> nothing_left_on_purpose() >> healthy
+    checked >> gate >> broker >> detect() >> reconcile() >> report() >> nothing_left_on_purpose() >> healthy
 

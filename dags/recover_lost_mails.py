@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import mail_queue_exists
 from mailplatform.mail_queues import (
     COMMON_PARAMS,
     DURATION_PATTERN,
@@ -131,4 +132,5 @@ dag = queue_dag(QueueProcedure(
     },
     job_args=job_args,
     summary=summary,
+    live_checks=(mail_queue_exists("queue"), mail_queue_exists("target_queue")),
 ))

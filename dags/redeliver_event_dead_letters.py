@@ -8,7 +8,10 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
+from mailplatform.dag_defaults import dag_arguments
+from mailplatform.live import dead_letters_exist
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.param_checks import check_params_task, form_params, from_value_error, requires
 from mailplatform.procedures import CASSANDRA_POOL, check_report, run_identity_args, run_key
 from mailplatform.sensors.dead_letters import EventDeadLettersClearedSensor
 from mailplatform.sensors.health import WebAdminHealthSensor
@@ -41,7 +44,8 @@ counts the dead letters per group and changes nothing (WebAdmin's `/events/deadL
 lists them too).
 
 **What this DAG does.**
-1. `check_params` refuses a scope without its group / insertion id before anything runs.
+1. `check_params` refuses a scope without its group / insertion id, a group that holds no dead
+   letters and an insertion id that is not one of them, before anything runs.
 2. `backends_healthy` waits for WebAdmin's Cassandra and RabbitMQ checks; `broker_healthy` checks,
    through the `rabbitmq_management` connection, that its vhost exists and that no memory or disk
    alarm blocks publishers.
@@ -108,38 +112,35 @@ class RedeliverySparkJob(SparkJobOperator):
         super().execute(context)
 
 
+PARAMS, FORM_RULES = form_params({
+    "dry_run": Param(False, type="boolean",
+                     description="Count the dead letters per group and stop: nothing is published or deleted"),
+    "scope": Param("all", type="string", enum=["all", "group", "event"],
+                   description="all: every group; group: one listener group; event: one dead letter"),
+    "group": Param(None, type=["null", "string"],
+                   description="The listener group (scope group or event), e.g. "
+                               "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater"
+                               "$ListeningCurrentQuotaUpdaterGroup"),
+    "insertion_id": Param(None, type=["null", "string"], pattern=UUID_PATTERN,
+                          description="The dead letter's insertion id (scope event)"),
+    "events_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
+                               description="Events redelivered per second for the whole job; empty for no limit"),
+    "slices": Param(8, type="integer", minimum=1, maximum=4096,
+                    description="Checkpointed units of work: a retried run skips the slices already done"),
+})
+
 with DAG(
     dag_id=DAG_ID,
     description="Event dead letters: redeliver all, one group or one event to the listeners (James's tasks)",
     doc_md=DOC,
     schedule=None,
-    catchup=False,
-    max_active_runs=1,
     tags=["maintenance", "event-bus", "rabbitmq", "cassandra", "dead-letters"],
-    default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
-    params={
-        "dry_run": Param(False, type="boolean",
-                         description="Count the dead letters per group and stop: nothing is published or deleted"),
-        "scope": Param("all", type="string", enum=["all", "group", "event"],
-                       description="all: every group; group: one listener group; event: one dead letter"),
-        "group": Param(None, type=["null", "string"],
-                       description="The listener group (scope group or event), e.g. "
-                                   "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater"
-                                   "$ListeningCurrentQuotaUpdaterGroup"),
-        "insertion_id": Param(None, type=["null", "string"], pattern=UUID_PATTERN,
-                              description="The dead letter's insertion id (scope event)"),
-        "events_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
-                                   description="Events redelivered per second for the whole job; empty for no limit"),
-        "slices": Param(8, type="integer", minimum=1, maximum=4096,
-                        description="Checkpointed units of work: a retried run skips the slices already done"),
-    },
+    **dag_arguments(),
+    params=PARAMS,
 ) as dag:
-    @task
-    def check_params(**context: Any) -> None:
-        try:
-            validate_params(context["params"])
-        except ValueError as exc:   # a retry cannot fix params
-            raise AirflowFailException(str(exc)) from exc
+    checked = check_params_task([*FORM_RULES, requires("scope", "group", lambda scope: scope in ("group", "event")),
+                                 requires("scope", "insertion_id", lambda scope: scope == "event"),
+                                 from_value_error(validate_params)], (dead_letters_exist(),))
 
     gate = WebAdminHealthSensor(task_id="backends_healthy", components=BACKENDS, deferrable=True,
                                 poke_interval=30, timeout=30 * 60)
@@ -152,7 +153,7 @@ with DAG(
     spark = RedeliverySparkJob(task_id="detect_redeliver_verify", job=JOB, args_from_context=spark_args,
                                pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
-    @task(trigger_rule="all_done")
+    @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
     def report(**context: Any) -> dict[str, Any]:
         from mailplatform.hooks.reports import MaintenanceReportHook
 
@@ -177,4 +178,4 @@ with DAG(
         task_id="dead_letters_cleared", scope="{{ params.scope }}", group="{{ params.group or '' }}",
         insertion_id="{{ params.insertion_id or '' }}", poke_interval=15, timeout=10 * 60)
 
-    check_params() >> gate >> broker >> spark >> report() >> redelivered() >> cleared
+    checked >> gate >> broker >> spark >> report() >> redelivered() >> cleared

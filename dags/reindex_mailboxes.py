@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import mailboxes_exist, user_exists
+from mailplatform.param_checks import only_with
 from mailplatform.procedures import Procedure, repair_dag
 
 ALIAS_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$"
@@ -95,4 +97,6 @@ dag = repair_dag(Procedure(
                              description="Write alias (empty: mailboxWriteAlias)"),
     },
     args_from_params=job_args,
+    checks=(only_with("uid", "mailbox_id"),),
+    live_checks=(user_exists("user"), mailboxes_exist("mailbox_id")),
 ))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import mail_queue_exists, repository_exists
 from mailplatform.mail_queues import (
     COMMON_PARAMS,
     QUEUE_NAME_PATTERN,
@@ -109,4 +110,5 @@ dag = queue_dag(QueueProcedure(
     job_args=job_args,
     gate_queue="{{ params.target_queue }}",
     summary=summary,
+    live_checks=(repository_exists("repository"), mail_queue_exists("target_queue")),
 ))

@@ -8,8 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException
+from mailplatform.dag_defaults import dag_arguments
+from mailplatform.live import user_exists
 from mailplatform.mail_queues import MailQueueSparkJob
+from mailplatform.param_checks import ParamError, check_params_task, form_params, from_value_error
 from mailplatform.procedures import (
     CASSANDRA_COMPONENTS,
     CASSANDRA_POOL,
@@ -44,8 +47,8 @@ throttled.
 is the server's `MAILSERVER_VAULT_RESTORE_LOCATION` (empty: `Restored-Messages`).
 
 **What this DAG does.**
-1. `check_params` parses the query with the vault's own parser: a bad query or user fails the
-   run before anything else runs (a retry cannot fix params).
+1. `check_params` parses the query with the vault's own parser and checks that the user exists:
+   a bad query or user fails the run before anything else runs (a retry cannot fix params).
 2. `backends_healthy` waits for WebAdmin's Cassandra and ObjectStorage checks.
 3. `restore` (Spark, `cassandra_maintenance` pool) lists the user's vault entries matching the
    query, and appends each one's content to the restore mailbox (created and subscribed when
@@ -71,11 +74,17 @@ def validate_params(params: Mapping[str, Any]) -> None:
     from mailserver.vault.query import Query
 
     if not params.get("user"):
-        raise ValueError("give the user whose deleted messages are restored")
-    Username.of(params["user"])
+        raise ParamError("user", "missing: give the user whose deleted messages are restored")
+    try:
+        Username.of(params["user"])
+    except ValueError as exc:
+        raise ParamError("user", str(exc)) from None
     if params.get("query") is None:
-        raise ValueError('give the query (James\'s JSON; {"criteria": []} restores everything)')
-    Query.parse(params["query"])
+        raise ParamError("query", 'missing: give James\'s JSON query ({"criteria": []} restores everything)')
+    try:
+        Query.parse(params["query"])
+    except ValueError as exc:
+        raise ParamError("query", str(exc)) from None
 
 
 def job_args(params: Mapping[str, Any]) -> list[str]:
@@ -88,38 +97,33 @@ def job_args(params: Mapping[str, Any]) -> list[str]:
     return args
 
 
+PARAMS, FORM_RULES = form_params({
+    **COMMON_PARAMS,
+    "user": Param(None, type=["null", "string"], pattern=r"^[^\s/@]+(@[^\s/@]+)?$",
+                  description="The user whose deleted messages are restored"),
+    "query": Param(None, type=["null", "object"],
+                   description="James's vault query, the WebAdmin restore route's JSON body "
+                               '(e.g. {"combinator": "and", "criteria": [{"fieldName": "subject", '
+                               '"operator": "contains", "value": "invoice"}]})'),
+    "restore_location": Param(None, type=["null", "string"], minLength=1,
+                              description="Restore mailbox (the server's MAILSERVER_VAULT_RESTORE_LOCATION; "
+                                          "empty: Restored-Messages)"),
+    "bucket_prefix": Param("", type="string", pattern=r"^[a-z0-9.-]*$",
+                           description="The server's S3_BUCKET_PREFIX (empty when it has none)"),
+    "blob_bucket": Param(None, type=["null", "string"], pattern=BUCKET_PATTERN,
+                         description="The server's mail bucket, S3_DEFAULT_BUCKET (empty: the default)"),
+})
+
 with DAG(
     dag_id=DAG_ID,
     description="Deleted messages vault: restore a user's messages matching a query (James's restore task)",
     doc_md=DOC,
     schedule=None,
-    catchup=False,
-    max_active_runs=1,
     tags=["maintenance", "cassandra", "vault", "s3", "restore"],
-    default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
-    params={
-        **COMMON_PARAMS,
-        "user": Param(None, type=["null", "string"], pattern=r"^[^\s/@]+(@[^\s/@]+)?$",
-                      description="The user whose deleted messages are restored"),
-        "query": Param(None, type=["null", "object"],
-                       description="James's vault query, the WebAdmin restore route's JSON body "
-                                   '(e.g. {"combinator": "and", "criteria": [{"fieldName": "subject", '
-                                   '"operator": "contains", "value": "invoice"}]})'),
-        "restore_location": Param(None, type=["null", "string"], minLength=1,
-                                  description="Restore mailbox (the server's MAILSERVER_VAULT_RESTORE_LOCATION; "
-                                              "empty: Restored-Messages)"),
-        "bucket_prefix": Param("", type="string", pattern=r"^[a-z0-9.-]*$",
-                               description="The server's S3_BUCKET_PREFIX (empty when it has none)"),
-        "blob_bucket": Param(None, type=["null", "string"], pattern=BUCKET_PATTERN,
-                             description="The server's mail bucket, S3_DEFAULT_BUCKET (empty: the default)"),
-    },
+    **dag_arguments(),
+    params=PARAMS,
 ) as dag:
-    @task
-    def check_params(**context: Any) -> None:
-        try:
-            validate_params(context["params"])
-        except ValueError as exc:   # a retry cannot fix params
-            raise AirflowFailException(str(exc)) from exc
+    checked = check_params_task([*FORM_RULES, from_value_error(validate_params)], (user_exists("user"),))
 
     gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS), deferrable=True,
                                 poke_interval=30, timeout=30 * 60)
@@ -132,7 +136,7 @@ with DAG(
     spark = MailQueueSparkJob(task_id="restore", job=JOB, args_from_context=spark_args, pool=CASSANDRA_POOL,
                               retry_delay=timedelta(seconds=30))
 
-    @task(trigger_rule="all_done")
+    @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
     def report(**context: Any) -> dict[str, Any]:
         from mailplatform.hooks.reports import MaintenanceReportHook
 
@@ -147,4 +151,4 @@ with DAG(
               f"restored, {content.get('skippedContentNotFound', 0)} without content")
         return check_report(content)
 
-    check_params() >> gate >> spark >> report()
+    checked >> gate >> spark >> report()

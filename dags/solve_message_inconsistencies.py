@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import Param
+from mailplatform.live import mailboxes_exist, user_exists
 from mailplatform.procedures import Procedure, repair_dag
 
 DOC = """
@@ -62,4 +63,5 @@ dag = repair_dag(Procedure(
                              description="Only these mailboxes (time-based UUIDs); empty: all"),
     },
     args_from_params=job_args,
+    live_checks=(user_exists("user"), mailboxes_exist("mailbox_ids")),
 ))

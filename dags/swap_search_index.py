@@ -6,7 +6,9 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
+from mailplatform.dag_defaults import dag_arguments
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.param_checks import check_params_task, form_params
 from mailplatform.procedures import CASSANDRA_COMPONENTS, CASSANDRA_POOL, run_identity_args
 from mailplatform.sensors.health import WebAdminHealthSensor
 
@@ -22,8 +24,8 @@ mapping change). The guide's "On the fly index setting update" does it without d
 new index, let the server write to both, copy the documents, then move the aliases.
 
 **What this DAG does (one run).**
-1. `backends_healthy` waits for Cassandra and the object store; `opensearch_healthy` for a cluster
-   that is not red.
+1. `check_params` checks the params' ranges; `backends_healthy` waits for Cassandra and the
+   object store; `opensearch_healthy` for a cluster that is not red.
 2. `plan` reads where the aliases stand: the read and write aliases must name the same single index
    (else a swap is under way: it refuses), and `new_index` must not exist.
 3. `create_and_dual_write` creates `new_index` with `settings_json` (settings and/or mappings; James's
@@ -51,45 +53,46 @@ indices; a message deleted while `_reindex` runs may come back as an orphan in t
 a step on purpose (a rehearsal of the rollback).
 """
 
+PARAMS, FORM_RULES = form_params({
+    "new_index": Param("mailbox_v2", type="string", pattern=INDEX_PATTERN,
+                       description="Name of the new index (lower case, must not exist)"),
+    "settings_json": Param(None, type=["null", "object"],
+                           properties={"settings": {"type": "object"}, "mappings": {"type": "object"}},
+                           additionalProperties=False,
+                           description="Index body: settings and/or mappings (empty: James's, with shards)"),
+    "shards": Param(5, type="integer", minimum=1, maximum=1024, description="Primary shards of the new index"),
+    "replicas": Param(1, type="integer", minimum=0, maximum=16, description="Replicas of the new index"),
+    "source": Param("reindex", type="string", enum=["reindex", "cassandra"],
+                    description="reindex: OpenSearch _reindex from the old index; cassandra: rebuild from "
+                                "Cassandra and the object store (Spark)"),
+    "requests_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
+                                 description="_reindex throttle (documents per second; empty: none)"),
+    "read_alias": Param("mailboxReadAlias", type="string", pattern=ALIAS_PATTERN, description="Read alias"),
+    "write_alias": Param("mailboxWriteAlias", type="string", pattern=ALIAS_PATTERN, description="Write alias"),
+    "state_index": Param("mailserver_search_state", type="string", pattern=INDEX_PATTERN,
+                         description="Where the current index is recorded"),
+    "sample_size": Param(200, type="integer", minimum=0, maximum=100000,
+                         description="Messages whose flags are compared between Cassandra and the new index"),
+    "missing_tolerance": Param(0, type="integer", minimum=0,
+                               description="Messages that may be missing from the new index"),
+    "drop_old_index": Param(False, type="boolean", description="Delete the old index after the swap"),
+    "blob_bucket": Param(None, type=["null", "string"], pattern="^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                         description="Bucket of the message blobs (source=cassandra; empty: the default)"),
+    "fail_after": Param(None, type=["null", "string"], enum=[None, *STEPS],
+                        description="Rehearsal: fail on purpose after this step (the rollback runs)"),
+})
+
 with DAG(
     dag_id="swap_search_index",
     description="Move James's search aliases to a new index (new shards, settings or mapping) online, "
                 "with rollback",
     doc_md=DOC,
     schedule=None,
-    catchup=False,
-    max_active_runs=1,
     tags=["maintenance", "search", "opensearch"],
-    default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},
-    params={
-        "new_index": Param("mailbox_v2", type="string", pattern=INDEX_PATTERN,
-                           description="Name of the new index (lower case, must not exist)"),
-        "settings_json": Param(None, type=["null", "object"],
-                               properties={"settings": {"type": "object"}, "mappings": {"type": "object"}},
-                               additionalProperties=False,
-                               description="Index body: settings and/or mappings (empty: James's, with shards)"),
-        "shards": Param(5, type="integer", minimum=1, maximum=1024, description="Primary shards of the new index"),
-        "replicas": Param(1, type="integer", minimum=0, maximum=16, description="Replicas of the new index"),
-        "source": Param("reindex", type="string", enum=["reindex", "cassandra"],
-                        description="reindex: OpenSearch _reindex from the old index; cassandra: rebuild from "
-                                    "Cassandra and the object store (Spark)"),
-        "requests_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
-                                     description="_reindex throttle (documents per second; empty: none)"),
-        "read_alias": Param("mailboxReadAlias", type="string", pattern=ALIAS_PATTERN, description="Read alias"),
-        "write_alias": Param("mailboxWriteAlias", type="string", pattern=ALIAS_PATTERN, description="Write alias"),
-        "state_index": Param("mailserver_search_state", type="string", pattern=INDEX_PATTERN,
-                             description="Where the current index is recorded"),
-        "sample_size": Param(200, type="integer", minimum=0, maximum=100000,
-                             description="Messages whose flags are compared between Cassandra and the new index"),
-        "missing_tolerance": Param(0, type="integer", minimum=0,
-                                   description="Messages that may be missing from the new index"),
-        "drop_old_index": Param(False, type="boolean", description="Delete the old index after the swap"),
-        "blob_bucket": Param(None, type=["null", "string"], pattern="^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-                             description="Bucket of the message blobs (source=cassandra; empty: the default)"),
-        "fail_after": Param(None, type=["null", "string"], enum=[None, *STEPS],
-                            description="Rehearsal: fail on purpose after this step (the rollback runs)"),
-    },
+    **dag_arguments(retry_delay=timedelta(seconds=30)),
+    params=PARAMS,
 ) as dag:
+    params_checked = check_params_task([*FORM_RULES])
     gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS),
                                 deferrable=True, poke_interval=30, timeout=30 * 60)
 
@@ -105,7 +108,8 @@ with DAG(
     def opensearch_healthy() -> bool:
         return _cluster_not_red()
 
-    @task.sensor(poke_interval=10, timeout=15 * 60, mode="reschedule", trigger_rule="all_done")
+    # After the rollback, whatever it did; skipped with it when nothing was created (a refused param).
+    @task.sensor(poke_interval=10, timeout=15 * 60, mode="reschedule", trigger_rule="one_done")
     def search_healthy_after() -> bool:
         return _cluster_not_red()
 
@@ -218,6 +222,6 @@ with DAG(
     switched = switch_reads(swap)
     dropped = drop_old_index(swap)
     undo = rollback()
-    gate >> opensearch_healthy() >> swap >> created >> branch >> [copied, rebuild]
+    params_checked >> gate >> opensearch_healthy() >> swap >> created >> branch >> [copied, rebuild]
     [copied, rebuild] >> checked >> switched >> dropped >> undo.as_teardown(setups=created)
     undo >> search_healthy_after()

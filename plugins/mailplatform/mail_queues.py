@@ -3,8 +3,9 @@
     check_params -> backends_healthy -> broker_healthy -> [queue_drained] -> <spark job> -> report
         -> backends_healthy_after
 
-* ``check_params`` refuses contradictory params (a move without repository, a hold without a
-  duration, no filter at all without ``all_mails``) before anything runs: a retry cannot fix them;
+* ``check_params`` refuses out-of-range and contradictory params (a move without repository, a
+  hold without a duration, no filter at all without ``all_mails``) and names that do not exist (the
+  queue, the repository) before anything runs (``param_checks.py``): a retry cannot fix them;
 * ``backends_healthy``: WebAdmin's Cassandra, RabbitMQ and object-storage checks (never the global
   status: a full queue makes ``MailQueueSize`` degraded, which is why one drains it);
   ``broker_healthy``: the broker of the ``rabbitmq_management`` connection (its vhost exists, no
@@ -15,8 +16,9 @@
   the server's own queue and repository code. ``MailQueueSparkJob`` gives it the broker (``AMQP_URL``,
   ``RABBITMQ_MANAGEMENT_URL`` from the connection, as environment variables, never on the command
   line) and ships the whole ``mailserver`` package with the job (the executors run the server's code);
-* ``report`` reads the job's JSON report from S3, prints each step, returns the summary as XCom and
-  fails the run unless it COMPLETED (or was a dry run);
+* ``report`` (once the job ran, failed or not; skipped when it never ran) reads the job's JSON
+  report from S3, prints each step, returns the summary as XCom and fails the run unless it
+  COMPLETED (or was a dry run);
 * ``backends_healthy_after``: the same health checks once the procedure is done.
 """
 
@@ -24,16 +26,18 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException
 
+from mailplatform.dag_defaults import dag_arguments
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.param_checks import Rule, check_params_task, form_params, from_value_error
 from mailplatform.procedures import CASSANDRA_POOL, check_report, run_identity_args, run_key
 from mailplatform.sensors.health import WebAdminHealthSensor
 from mailplatform.sensors.queue_depth import QueueDepthSensor
@@ -147,27 +151,21 @@ class QueueProcedure:
     validate: Callable[[Mapping[str, Any]], None] = lambda params: None
     gate_queue: str | None = None              # Jinja: the mail queue whose work queue must be drained first
     summary: Callable[[Mapping[str, Any]], list[str]] = lambda report: []
+    live_checks: Sequence[Rule] = ()           # names that must exist on the server (live.py)
 
 
 def queue_dag(procedure: QueueProcedure) -> DAG:
+    params, form_rules = form_params(procedure.params)
     with DAG(
         dag_id=procedure.dag_id,
         description=procedure.description,
         doc_md=procedure.doc_md,
         schedule=None,
-        catchup=False,
-        max_active_runs=1,
         tags=["maintenance", "mail-queue", "rabbitmq", "cassandra", *procedure.tags],
-        default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
-        params=dict(procedure.params),
+        params=params,
+        **dag_arguments(),
     ) as dag:
-        @task
-        def check_params(**context: Any) -> None:
-            try:
-                procedure.validate(context["params"])
-            except ValueError as exc:   # a retry cannot fix params
-                raise AirflowFailException(str(exc)) from exc
-
+        checked = check_params_task([*form_rules, from_value_error(procedure.validate)], procedure.live_checks)
         gate = WebAdminHealthSensor(task_id="backends_healthy", components=BACKENDS, deferrable=True,
                                     poke_interval=30, timeout=30 * 60)
         broker = RabbitMQHealthSensor(task_id="broker_healthy", rabbitmq_conn_id=RABBITMQ_CONN_ID, poke_interval=30,
@@ -179,7 +177,7 @@ def queue_dag(procedure: QueueProcedure) -> DAG:
         spark = MailQueueSparkJob(task_id=procedure.spark_task_id, job=procedure.job, args_from_context=spark_args,
                                   pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
-        @task(trigger_rule="all_done")
+        @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
         def report(**context: Any) -> dict[str, Any]:
             from mailplatform.hooks.reports import MaintenanceReportHook
 
@@ -194,7 +192,7 @@ def queue_dag(procedure: QueueProcedure) -> DAG:
 
         after = WebAdminHealthSensor(task_id="backends_healthy_after", components=BACKENDS, poke_interval=15,
                                      timeout=10 * 60)
-        chain = check_params() >> gate >> broker
+        chain = checked >> gate >> broker
         if procedure.gate_queue is not None:
             drained = QueueDepthSensor(task_id="queue_drained", queue_name=WORKQUEUE_PREFIX + procedure.gate_queue,
                                        max_messages="{{ params.max_queue_depth }}", rabbitmq_conn_id=RABBITMQ_CONN_ID,

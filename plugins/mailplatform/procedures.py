@@ -4,6 +4,8 @@ A DAG file describes its procedure (``Procedure``: the Spark job, James's task t
 operator documentation, its own params and how they become job arguments) and calls
 ``repair_dag``. Everything else is the same for all of them, so operators meet one anatomy:
 
+* ``check_params``: every param (bounds, combinations, the user or mailbox exists) before any
+  work (``param_checks.py``); a refused run runs nothing else;
 * ``backends_healthy``: WebAdmin's health of the components the procedure touches (never the
   global status: dead letters or a full queue make it degraded, and must not block a repair);
 * optionally a maintenance window: ``maintenance_window`` (setup) checks WebAdmin, the Spark
@@ -15,12 +17,14 @@ operator documentation, its own params and how they become job arguments) and ca
   from the job's checkpoints instead of starting again;
 * ``report``: reads the job's report from S3, returns James's counters as XCom, and fails the
   run when the repair left something unresolved or failed items (they are listed in the log).
+  It runs once the job ran, failed or not, and is skipped when a refused param or a failed gate
+  stopped the run before the job: the first failure shown is the real one.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -28,12 +32,15 @@ from typing import Any
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowException
 
+from mailplatform.dag_defaults import dag_arguments
 from mailplatform.operators.maintenance_window import (
     LeaveMaintenanceOperator,
     MaintenanceWindow,
     MaintenanceWindowOperator,
 )
 from mailplatform.operators.spark_job import SparkJobOperator
+from mailplatform.param_checks import Rule, check_params_task, form_params
+from mailplatform.scheduling import Schedule, configured_schedule
 from mailplatform.sensors.health import WebAdminHealthSensor
 
 CASSANDRA_POOL = "cassandra_maintenance"
@@ -72,7 +79,11 @@ class Procedure:
     # Longest a run may keep the cluster in maintenance mode: the server leaves it by itself then,
     # and the Spark task is stopped (its execution timeout), so a repair never outlives its window.
     maintenance_max_duration: timedelta = field(default_factory=maintenance_max_duration)
-    schedule: str | None = None
+    schedule: str | None = None     # the shipped cron, off unless enabled (scheduling.py)
+    checks: Sequence[Rule] = ()      # combinations of params (param_checks.py)
+    live_checks: Sequence[Rule] = ()  # against the live system (live.py)
+    # The DAG list's description once the schedule is known (default: the description and the schedule).
+    describe: Callable[[str, Schedule], str] = lambda description, schedule: f"{description}; {schedule.sentence()}"
 
 
 def run_key(context: Mapping[str, Any]) -> str:
@@ -114,17 +125,18 @@ def check_report(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def repair_dag(procedure: Procedure) -> DAG:
+    schedule = configured_schedule(procedure.dag_id, procedure.schedule) if procedure.schedule else None
+    params, form_rules = form_params({**COMMON_PARAMS, **procedure.params})
     with DAG(
         dag_id=procedure.dag_id,
-        description=procedure.description,
+        description=procedure.describe(procedure.description, schedule) if schedule else procedure.description,
         doc_md=procedure.doc_md,
-        schedule=procedure.schedule,
-        catchup=False,
-        max_active_runs=1,
+        schedule=schedule.timetable if schedule else None,
         tags=["maintenance", "cassandra", *procedure.tags],
-        default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},
-        params={**COMMON_PARAMS, **procedure.params},
+        params=params,
+        **dag_arguments(),
     ) as dag:
+        checked = check_params_task([*form_rules, *procedure.checks], procedure.live_checks)
         gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS),
                                     deferrable=True, poke_interval=30, timeout=30 * 60)
 
@@ -136,7 +148,7 @@ def repair_dag(procedure: Procedure) -> DAG:
                                  pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30), maintenance_window=window,
                                  execution_timeout=window.max_duration if window else None)
 
-        @task(trigger_rule="all_done")
+        @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
         def report(**context: Any) -> dict[str, Any]:
             from mailplatform.hooks.reports import MaintenanceReportHook
 
@@ -155,7 +167,7 @@ def repair_dag(procedure: Procedure) -> DAG:
         if window is not None:
             setup = MaintenanceWindowOperator(task_id="maintenance_window", window=window)
             leave = LeaveMaintenanceOperator(task_id="disable_maintenance", window=window)
-            gate >> setup >> spark >> summary >> leave.as_teardown(setups=setup)
+            checked >> gate >> setup >> spark >> summary >> leave.as_teardown(setups=setup)
         else:
-            gate >> spark >> summary
+            checked >> gate >> spark >> summary
     return dag

@@ -77,10 +77,9 @@ def test_drain_defaults_to_a_dry_run_of_a_move(dagbag):
     (RECOVER, "blob_bucket", "Bad_Bucket"),
 ])
 def test_params_are_validated(dagbag, dag_id, name, bad):
-    from airflow.sdk import Param
+    from mailplatform.param_checks import refusal
 
-    with pytest.raises(Exception):  # noqa: B017 - jsonschema's or Airflow's validation error
-        Param(bad, **dagbag.get_dag(dag_id).params.get_param(name).schema).resolve()
+    assert name in (refusal(dagbag.get_dag(dag_id), {name: bad}) or "")
 
 
 def test_drain_refuses_contradictory_params():

@@ -19,10 +19,21 @@ def module():
     return dag_module(DAG_ID)
 
 
-def test_runs_monthly_on_the_first_without_catchup(dag):
-    """The guide: purge on the 1st of each month (``@monthly`` is midnight on the 1st)."""
+def test_not_scheduled_as_shipped_and_says_so(dag):
     assert dag.catchup is False
-    assert dag.timetable.expression == "0 0 1 * *"   # minute 0, hour 0, day 1 of every month
+    assert type(dag.timetable).__name__ == "NullTimetable"
+    assert "not scheduled (MAILPLATFORM_SCHEDULE__PURGE_DELETED_MESSAGES_VAULT=on" in dag.description
+    assert "nothing is purged unless triggered by hand" in dag.description
+
+
+def test_once_enabled_runs_on_the_first_of_the_month_and_says_it_deletes(monkeypatch):
+    """The guide: purge on the 1st of each month."""
+    from tests.unit.dags.dag_files import dag_module
+
+    monkeypatch.setenv("MAILPLATFORM_SCHEDULE__PURGE_DELETED_MESSAGES_VAULT", "on")
+    enabled = dag_module(DAG_ID).dag
+    assert enabled.timetable.summary == "0 3 1 * *"   # 03:00 UTC on day 1 of every month
+    assert "DELETES for real (dry_run off) the months that ended before now - 1y" in enabled.description
 
 
 def test_gate_then_spark_job_then_report_in_the_cassandra_pool(dag):
