@@ -5,6 +5,9 @@ connections, each with one channel in confirm mode, and lends one to a thread pe
 number of connections stays bounded whatever the number of threads that dispatch events. A
 publish returns only once the broker confirmed it; a nack is retried (James retries twice, 100 ms
 apart), a dead connection is replaced once, anything else raises ``PublishError``.
+
+Connections waiting in the pool have their heartbeats serviced by a ``HeartbeatKeeper``, so the
+broker does not close them during a quiet period (each link's lock is held while it publishes).
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ import pika
 import pika.exceptions as px
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
+from mailserver.amqp_heartbeats import HeartbeatKeeper
+
 log = logging.getLogger(__name__)
 
+DEFAULT_HEARTBEAT = 60   # seconds; RabbitMQ's default, stated so that the keeper knows the timeout
 CONNECTION_ERRORS = (px.AMQPConnectionError, px.ConnectionWrongStateError, px.StreamLostError,
                      px.ChannelClosed, px.ChannelWrongStateError, ConnectionError, OSError)
 
@@ -31,6 +37,7 @@ class PublishError(Exception):
 
 class _Link:
     def __init__(self, params: pika.URLParameters) -> None:
+        self.lock = threading.Lock()   # held while publishing: the heartbeat keeper skips the link meanwhile
         self.connection = pika.BlockingConnection(params)
         self.channel = self.connection.channel()
         self.channel.confirm_delivery()
@@ -40,22 +47,29 @@ class _Link:
 
     def close(self) -> None:
         try:
-            if self.connection.is_open:
-                self.connection.close()
+            with self.lock:   # not while the heartbeat keeper is servicing it
+                if self.connection.is_open:
+                    self.connection.close()
         except Exception:  # already gone: nothing to release
             log.debug("closing an AMQP connection failed", exc_info=True)
 
 
 def _publish_confirmed(link: _Link, exchange: str, routing_key: str, data: bytes, properties: Any,
                        mandatory: bool) -> None:
-    link.channel.basic_publish(exchange, routing_key, data, properties, mandatory=mandatory)
+    with link.lock:
+        link.channel.basic_publish(exchange, routing_key, data, properties, mandatory=mandatory)
 
 
 class ConfirmingPublisher:
-    def __init__(self, amqp_url: str, *, connections: int = 4, nack_retries: int = 2) -> None:
+    def __init__(self, amqp_url: str, *, connections: int = 4, nack_retries: int = 2,
+                 heartbeat: int = DEFAULT_HEARTBEAT) -> None:
+        """``heartbeat``: the timeout asked of the broker (seconds), unless the URL sets one."""
         if connections < 1:
             raise ValueError("a publisher needs at least one connection")
         self.params = pika.URLParameters(amqp_url)
+        if self.params.heartbeat is None:
+            self.params.heartbeat = heartbeat
+        self._keeper = HeartbeatKeeper(self.params.heartbeat, name="amqp-publisher-heartbeats")
         self.nack_retries = nack_retries
         self._free: queue.LifoQueue[_Link | None] = queue.LifoQueue()
         for _ in range(connections):
@@ -109,9 +123,11 @@ class ConfirmingPublisher:
         link = _Link(self.params)
         with self._lock:
             self._all.append(link)
+        self._keeper.add(link)
         return link
 
     def _discard(self, link: _Link) -> None:
+        self._keeper.discard(link)
         with self._lock:
             if link in self._all:
                 self._all.remove(link)
@@ -119,6 +135,7 @@ class ConfirmingPublisher:
 
     def close(self) -> None:
         self._closed = True
+        self._keeper.close()
         with self._lock:
             links, self._all = self._all, []
         for link in links:

@@ -30,9 +30,11 @@ James's RabbitMQMailQueue (james-runtime.md §2), plus delays (the delayer patte
 Threads and connections: pika's ``BlockingConnection`` is not thread-safe, so a queue object
 holds one connection (and one channel with publisher confirms) per thread, opened lazily and
 reopened when found closed. An item must be completed (``done``) by the thread that dequeued
-it, on that same queue object. Heartbeats are only serviced while the thread is inside a pika
-call, so an item held longer than about two heartbeat intervals may see its connection closed
-by the broker and be delivered again. An unacked item is delivered again when its connection
+it, on that same queue object. pika services heartbeats only inside a pika call, so the factory's
+``HeartbeatKeeper`` services those of the connections no thread is using at the moment (idle
+publishers, a consumer working on its item): the broker never closes a connection for being
+quiet. Each thread holds its own lock while it uses its connection, and the keeper skips a
+connection whose lock is taken. An unacked item is delivered again when its connection
 closes (``close()``, crash); an item garbage-collected without ``done`` is requeued at the next
 operation of the same thread on the same queue object.
 
@@ -60,6 +62,7 @@ import pika
 import pika.exceptions as px
 
 from mailserver import randomness
+from mailserver.amqp_heartbeats import HeartbeatKeeper
 from mailserver.blob.api import BlobNotFound, BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.model.mail import Mail, MailContent
@@ -128,7 +131,8 @@ def queue_arguments(*, quorum: bool = False, replication_factor: int = 1,
 class _Link:
     """One connection and one confirming channel, used by a single thread."""
 
-    def __init__(self, params: pika.URLParameters) -> None:
+    def __init__(self, params: pika.URLParameters, lock: threading.RLock) -> None:
+        self.lock = lock   # its thread's: held while the thread uses the connection (see the keeper)
         self.connection = pika.BlockingConnection(params)
         self.generation = itertools.count()
         self.channel_id = 0
@@ -212,6 +216,14 @@ class DistributedMailQueue(MailQueue):
         self._declared_delays: set[int] = set()
 
     # ------------------------------------------------------------------ connections
+    def _in_use(self) -> threading.RLock:
+        """This thread's lock, held around every use of its connection: the heartbeat keeper leaves the
+        connection alone meanwhile. Reentrant: operations nest (declare -> _retrying -> _link)."""
+        lock: threading.RLock | None = getattr(self._local, "lock", None)
+        if lock is None:
+            lock = self._local.lock = threading.RLock()
+        return lock
+
     def _link(self) -> _Link:
         link: _Link | None = getattr(self._local, "link", None)
         if link is not None and link.alive():
@@ -220,15 +232,17 @@ class DistributedMailQueue(MailQueue):
         if link is not None:
             self._forget(link)
         try:
-            link = _Link(self._f.parameters)
+            link = _Link(self._f.parameters, self._in_use())
         except CONNECTION_ERRORS as exc:
             raise MailQueueError(f"queue {self.name}: RabbitMQ unreachable: {exc!r}") from exc
         with self._lock:
             self._links.add(link)
         self._local.link = link
+        self._f.keeper.add(link)
         return link
 
     def _forget(self, link: _Link) -> None:
+        self._f.keeper.discard(link)
         link.close()
         with self._lock:
             self._links.discard(link)
@@ -242,18 +256,20 @@ class DistributedMailQueue(MailQueue):
 
     def _retrying(self, op: Callable[[_Link], T]) -> T:
         """Run an idempotent operation; on connection loss reconnect and run it once more."""
-        link = self._link()
-        try:
-            return op(link)
-        except CONNECTION_ERRORS:
-            self._forget(link)
-            return op(self._link())
+        with self._in_use():
+            link = self._link()
+            try:
+                return op(link)
+            except CONNECTION_ERRORS:
+                self._forget(link)
+                return op(self._link())
 
     def close(self) -> None:
         """Close every connection of this queue object (unacked items are redelivered)."""
         with self._lock:
             links, self._links = list(self._links), set()
         for link in links:
+            self._f.keeper.discard(link)
             link.close()
         self._local = threading.local()
 
@@ -373,7 +389,10 @@ class DistributedMailQueue(MailQueue):
         props = pika.BasicProperties(
             delivery_mode=pika.DeliveryMode.Persistent, content_type="text/plain",
             headers={"x-dead-letter-routing-key": "", SIZE_HEADER: size, ENQUEUED_TIME_HEADER: _epoch_ms(enqueued)})
-        link = self._link()
+        with self._in_use():
+            self._publish_on(self._link(), body, props, millis)
+
+    def _publish_on(self, link: _Link, body: bytes, props: Any, millis: int) -> None:
         if not millis:
             link.channel.basic_publish(self.names.exchange, "", body, props, mandatory=True)
             return
@@ -390,7 +409,8 @@ class DistributedMailQueue(MailQueue):
     def dequeue(self, timeout: float | None = None, *,
                 keep_consuming: bool = False) -> DistributedMailQueueItem | None:
         try:
-            return self._dequeue(timeout, keep_consuming)
+            with self._in_use():
+                return self._dequeue(timeout, keep_consuming)
         except (*CONNECTION_ERRORS, *CHANNEL_ERRORS) as exc:
             self._forget_current()
             raise MailQueueError(f"queue {self.name}: dequeue failed: {exc!r}") from exc
@@ -444,7 +464,8 @@ class DistributedMailQueue(MailQueue):
         if link is None:
             return
         try:
-            self._cancel_consumer(link)
+            with link.lock:
+                self._cancel_consumer(link)
         except (*CONNECTION_ERRORS, *CHANNEL_ERRORS):  # gone with its connection: the broker requeued
             self._forget(link)
 
@@ -537,10 +558,11 @@ class DistributedMailQueue(MailQueue):
         try:
             if stale:
                 raise px.ChannelWrongStateError("the channel of this item was closed")
-            if outcome is Outcome.SUCCESS:
-                link.channel.basic_ack(item._tag)
-            else:
-                link.channel.basic_nack(item._tag, requeue=outcome is Outcome.RETRY)
+            with link.lock:
+                if outcome is Outcome.SUCCESS:
+                    link.channel.basic_ack(item._tag)
+                else:
+                    link.channel.basic_nack(item._tag, requeue=outcome is Outcome.RETRY)
         except (*CONNECTION_ERRORS, *CHANNEL_ERRORS) as exc:
             # The broker gives the message again to another consumer; a SUCCESS still marks it
             # deleted below, so that redelivery is skipped.
@@ -666,7 +688,8 @@ class DistributedMailQueue(MailQueue):
 
         ``before_each`` runs before each message is moved (a maintenance job's rate limiter)."""
         try:
-            return self._flush(before_each)
+            with self._in_use():
+                return self._flush(before_each)
         except (*CONNECTION_ERRORS, *CHANNEL_ERRORS) as exc:
             self._forget_current()
             raise MailQueueError(f"queue {self.name}: flush failed: {exc!r}") from exc
@@ -747,6 +770,8 @@ class DistributedMailQueueFactory(MailQueueFactory):
         # A broker blocking publishers (memory or disk alarm) fails the enqueue after this long:
         # SMTP answers 451 and the client retries later (back-pressure).
         self.parameters.blocked_connection_timeout = blocked_connection_timeout
+        # Keeps the queues' idle connections alive (their threads service them only while they use them).
+        self.keeper = HeartbeatKeeper(heartbeat, name="mail-queue-heartbeats")
         self.session = cassandra_session
         self.blob_store = blob_store
         self.management = RabbitMQManagement(management_url, amqp_url) if management_url else None
@@ -794,6 +819,7 @@ class DistributedMailQueueFactory(MailQueueFactory):
             return sorted(self._queues)
 
     def close(self) -> None:
+        self.keeper.close()
         with self._lock:
             queues = list(self._queues.values())
         for queue in queues:

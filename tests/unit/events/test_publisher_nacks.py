@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pika.exceptions as px
 import pytest
 
@@ -22,6 +24,7 @@ class NackingChannel:
 class FakeLink:
     def __init__(self, channel: NackingChannel) -> None:
         self.channel = channel
+        self.lock = threading.Lock()   # held while publishing, as a real link's
 
     def usable(self) -> bool:
         return True
