@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from mailserver.model.java_numbers import JAVA_INT_MAX, JAVA_LONG_MAX, NotAnInteger, OutOfRange, parse_integer
+
 QUOTA_COMPONENTS = ("MAILBOX", "SIEVE", "JMAP_UPLOADS")
 
 
@@ -28,13 +30,16 @@ class Source(StrEnum):
     BODY = "body"
 
 
-def strictly_positive(name: str) -> Callable[[Sequence[str]], int]:
+def strictly_positive(name: str, maximum: int = JAVA_INT_MAX) -> Callable[[Sequence[str]], int]:
+    """A whole number from 1 to ``maximum`` (James reads these into an ``int``, a uid into a ``long``)."""
     def parse(values: Sequence[str]) -> int:
         raw = values[0].strip()
         try:
-            value = int(raw)
-        except ValueError:
+            value = parse_integer(raw, -maximum, maximum)
+        except NotAnInteger:
             raise ValueError(f'For input string: "{values[0]}"') from None
+        except OutOfRange:
+            raise ValueError(f"'{name}' must be at most {maximum}") from None
         if value <= 0:
             raise ValueError(f"'{name}' must be strictly positive")
         return value
@@ -177,7 +182,8 @@ REINDEX_MAILBOX = DagProcedure("mailbox-reindexing", "reindex_mailboxes",
                                 *REINDEX_OPTIONS))
 REINDEX_MESSAGE = DagProcedure("message-reindexing", "reindex_mailboxes",
                                (DagParam("mailboxId", "mailbox_id", mailbox_id, Source.PATH, information="mailboxId"),
-                                DagParam("uid", "uid", strictly_positive("uid"), Source.PATH, information="uid"),
+                                DagParam("uid", "uid", strictly_positive("uid", JAVA_LONG_MAX), Source.PATH,
+                                         information="uid"),
                                 *REINDEX_OPTIONS))
 # James's reIndexFailedMessagesOf: the route resolves the previous task to its DAG run (path slot).
 REINDEX_ERRORS = DagProcedure("error-recovery-indexation", "reindex_mailboxes",

@@ -52,6 +52,10 @@ class MailRepository(ABC):
 
 
 class MailRepositoryStore(ABC):
+    # The protocols of the URLs this store keeps (James's mailrepositorystore.xml <protocols>): what
+    # WebAdmin accepts when an admin creates a repository.
+    protocols: tuple[str, ...] = ()
+
     @abstractmethod
     def select(self, url: str) -> MailRepository:
         """The repository at ``url``, registered on first use."""

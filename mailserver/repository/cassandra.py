@@ -89,6 +89,8 @@ class CassandraMailRepository(MailRepository):
 
 
 class CassandraMailRepositoryStore(MailRepositoryStore):
+    protocols = ("cassandra",)   # James's distributed server maps only this one
+
     def __init__(self, session: CassandraSession, contents: MimeMessageStore) -> None:
         self.s = session
         self.contents = contents

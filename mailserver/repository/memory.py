@@ -45,6 +45,8 @@ class MemoryMailRepository(MailRepository):
 
 
 class MemoryMailRepositoryStore(MailRepositoryStore):
+    protocols = ("cassandra", "memory")   # James's memory protocol, and the stand-in for the Cassandra store
+
     def __init__(self) -> None:
         self._repositories: dict[str, MemoryMailRepository] = {}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from mailserver.model.address import InvalidAddress, MailAddress
 from mailserver.model.ids import MailboxId
+from mailserver.model.java_numbers import JAVA_LONG_MAX, is_integer, is_long
 from mailserver.vault.model import DeletedMessage, parse_zoned
 
 Predicate = Callable[[DeletedMessage], bool]
@@ -72,7 +73,9 @@ class Query:
         if any(isinstance(i, dict) and ("combinator" in i or "criteria" in i) for i in items):
             raise InvalidQuery("nested query structure is not yet handled")
         limit = body.get("limit")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        if is_integer(limit) and not is_long(limit):   # a Long in James
+            raise InvalidQuery(f"limit must be at most {JAVA_LONG_MAX}")
+        if limit is not None and not is_long(limit):
             raise InvalidQuery(f"limit must be an integer, got {limit!r}")
         return cls(tuple(criterion(i) for i in items), limit)
 

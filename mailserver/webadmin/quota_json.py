@@ -7,6 +7,8 @@
 * The ``{"count", "size"}`` body: each field a whole number or null (absent = null = remove that
   limit); not JSON, not an object, an unknown field or a non-integer value is 400 "JSON payload of
   the request is not valid"; a value below -1 is the 400 above. Nothing is written on a 400.
+* A limit is a Java ``long`` in James: a value past 2^63-1 (or of thousands of digits) is the
+  400 of its kind, its details naming the field and the bound.
 * Occupation ratios are ``used / limit`` (0 when unlimited or not set); a limit of 0 gives
   Java's ``NaN`` (nothing used) or ``Infinity``, which James's Jackson writes as the strings
   ``"NaN"`` and ``"Infinity"``.
@@ -14,27 +16,35 @@
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from typing import Any
 
+from mailserver.model.java_numbers import (
+    JAVA_LONG_MAX,
+    NotAnInteger,
+    OutOfRange,
+    is_integer,
+    is_long,
+    loads,
+    parse_integer,
+)
 from mailserver.model.quota import UNLIMITED, QuotaLimits, QuotaScope, QuotaUsage
 from mailserver.webadmin.errors import WebAdminError
 
 INVALID_QUOTA = "Invalid quota. Need to be an integer value greater or equal to -1"
 INVALID_JSON = "JSON payload of the request is not valid"
-_LONG = re.compile(r"[+-]?[0-9]+")
-_MAX_LONG = 2**63 - 1
 _FIELDS = ("count", "size")
 
 
-def parse_bare(body: bytes) -> int:
-    """The body of ``PUT .../count`` or ``.../size``: -1 (unlimited) or a non-negative number."""
+def parse_bare(body: bytes, name: str) -> int:
+    """The body of ``PUT .../count`` or ``.../size`` (``name``): -1 (unlimited) or a non-negative number."""
     text = body.decode("utf-8", errors="replace")
-    if not _LONG.fullmatch(text) or not -_MAX_LONG - 1 <= int(text) <= _MAX_LONG:
-        raise WebAdminError(400, INVALID_QUOTA, f'For input string: "{text}"')
-    value = int(text)
+    try:
+        value = parse_integer(text)
+    except NotAnInteger:
+        raise WebAdminError(400, INVALID_QUOTA, f'For input string: "{text}"') from None
+    except OutOfRange:
+        raise WebAdminError(400, INVALID_QUOTA, _too_large(name)) from None
     if value < UNLIMITED:
         raise WebAdminError(400, INVALID_QUOTA)   # no details, as James
     return value
@@ -43,7 +53,7 @@ def parse_bare(body: bytes) -> int:
 def parse_limits(body: bytes) -> QuotaLimits:
     """The body of ``PUT /quota/users/{u}``, ``/quota/domains/{d}`` and ``/quota``."""
     try:
-        data = json.loads(body or b"")
+        data = loads(body or b"")
     except ValueError as exc:
         raise WebAdminError(400, INVALID_JSON, str(exc)) from exc
     if not isinstance(data, dict):
@@ -54,11 +64,16 @@ def parse_limits(body: bytes) -> QuotaLimits:
     values = {}
     for name in _FIELDS:
         value = data.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not -_MAX_LONG - 1 <= value <= _MAX_LONG):
+        if is_integer(value) and not is_long(value):
+            raise WebAdminError(400, INVALID_JSON, _too_large(name))
+        if value is not None and not is_long(value):
             raise WebAdminError(400, INVALID_JSON, f"'{name}' must be a whole number or null, not {value!r}")
         values[name] = None if value is None else _checked(value)
     return QuotaLimits(values["count"], values["size"])
+
+
+def _too_large(name: str) -> str:
+    return f"'{name}' must be at most {JAVA_LONG_MAX} (a Java long; -1 means unlimited)"
 
 
 def _checked(value: int) -> int:

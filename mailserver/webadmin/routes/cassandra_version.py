@@ -7,13 +7,12 @@ the current one creates a task that completes without changing anything.
 
 from __future__ import annotations
 
-import re
-
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from mailserver.airflow.api import DagRuns
 from mailserver.airflow.procedures import CASSANDRA_MIGRATION
+from mailserver.model.java_numbers import JAVA_INT_MAX, JAVA_INT_MIN, NotAnInteger, OutOfRange, parse_integer
 from mailserver.tasks.api import Task
 from mailserver.tasks.builtin.dag_run import DagRunTask
 from mailserver.tasks.builtin.migration import CassandraMigrationTask, SchemaVersions
@@ -21,7 +20,7 @@ from mailserver.tasks.manager import TaskManager
 from mailserver.webadmin.errors import bad_request, conflict
 from mailserver.webadmin.routes.tasks import submitted
 
-_INTEGER = re.compile(r"\s*[+-]?[0-9]{1,10}\s*")
+NOT_AN_INTEGER = "Expecting version to be specified as an integer"
 
 
 def router(versions: SchemaVersions, tasks: TaskManager | None, dag_runs: DagRuns | None = None) -> APIRouter:
@@ -48,9 +47,12 @@ def router(versions: SchemaVersions, tasks: TaskManager | None, dag_runs: DagRun
     @api.post("/cassandra/version/upgrade", status_code=201, summary="Task upgrading to the version in the body")
     async def upgrade(request: Request) -> Response:
         raw = (await request.body()).decode(errors="replace")
-        if not _INTEGER.fullmatch(raw):
-            raise bad_request("Expecting version to be specified as an integer")
-        target = int(raw)
+        try:   # an int in James (SchemaVersion)
+            target = parse_integer(raw.strip(), JAVA_INT_MIN, JAVA_INT_MAX)
+        except NotAnInteger:
+            raise bad_request(NOT_AN_INTEGER) from None
+        except OutOfRange:
+            raise bad_request(f"{NOT_AN_INTEGER}: 'version' must be at most {JAVA_INT_MAX}") from None
         if target <= 0:
             raise bad_request("Version should be strictly positive")
         return submitted(await run_in_threadpool(tasks.submit, migration(target)))

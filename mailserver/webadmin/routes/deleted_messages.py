@@ -9,7 +9,6 @@ route"), then ``exportTo`` or the message id.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from mailserver.model.address import InvalidAddress, MailAddress, Username
 from mailserver.model.ids import MessageId
+from mailserver.model.java_numbers import loads
 from mailserver.tasks.builtin.vault import (
     BlobStoreVaultGarbageCollectionTask,
     DeletedMessagesVaultDeleteTask,
@@ -100,7 +100,7 @@ def router(parts: VaultParts | None, users: UsersRepository, tasks: TaskManager 
 
 def parse_query(body: bytes) -> Query:
     try:
-        payload = json.loads(body)
+        payload = loads(body)   # an integer of thousands of digits stays text: Query.parse names the field
     except ValueError as exc:
         raise bad_request(str(exc), "JSON payload of the request is not valid") from exc
     try:

@@ -7,7 +7,6 @@ The flush is served on ``/mailQueues/{q}/mails?delayed=true`` (James's code and 
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +14,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from mailserver.model.address import InvalidAddress, MailAddress
+from mailserver.model.java_numbers import loads
 from mailserver.queue.api import MailQueue, MailQueueFactory, QueueItemView, RemoveField
 from mailserver.tasks.api import format_instant
 from mailserver.tasks.builtin.mailqueue import (
@@ -79,7 +79,7 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
             raise bad_request(None, "This request requires delayed param to be set to true")
         body = await request.body()
         try:
-            payload = json.loads(body or b"null")
+            payload = loads(body or b"null")
         except ValueError as exc:
             raise bad_request(str(exc), f"Invalid JSON document: {exc}") from exc
         if not isinstance(payload, dict) or set(payload) - {"delayed"} or \
@@ -126,7 +126,7 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
         try:
             older_than = params.ago(raw, "days", datetime.now(UTC))
         except ValueError as exc:
-            raise bad_request(str(exc)) from exc
+            raise bad_request(str(exc), "Invalid 'olderThan' parameter") from exc
         return submitted(tasks.submit(RepublishNotProcessedMailsTask(queues, name, older_than)))
 
     return api

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import re
 import urllib.parse
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from mailserver.model.java_numbers import loads
 from mailserver.model.mail import Mail
 from mailserver.queue.api import SPOOL, MailQueueFactory
 from mailserver.queue.content import MimeMessageStore
@@ -39,6 +41,7 @@ from mailserver.webadmin.routes.tasks import submitted
 
 NO_CONTENT = 204
 BASE = "/mailRepositories"
+_URL_PREFIX = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://")   # a URL given as the path
 REPROCESS = "reprocess"
 ADDITIONAL_FIELDS = ("attributes", "perRecipientsHeaders", "textBody", "htmlBody", "headers", "messageSize")
 
@@ -186,9 +189,16 @@ class _Routes:
 
     # ------------------------------------------------------------------ writes
     def create(self, path: str, protocol: str | None) -> Response:
+        accepted = ", ".join(self.repositories.protocols)
         if not protocol:   # James formats the missing value as null
             raise WebAdminError(400, f"'{protocol or 'null'}' is an unsupported protocol",
-                                "the 'protocol' query parameter is compulsory, e.g. ?protocol=cassandra")
+                                f"the 'protocol' query parameter is compulsory; accepted: {accepted}")
+        if protocol not in self.repositories.protocols:
+            raise WebAdminError(400, f"'{protocol}' is an unsupported protocol",
+                                f"No Mail Repository associated with {protocol}; accepted: {accepted}")
+        if _URL_PREFIX.match(path):
+            raise bad_request(f"the repository path '{path}' starts with a protocol: give the path alone "
+                              f"(var/mail/name/) and the protocol in ?protocol=")
         try:
             self.repositories.select(f"{protocol}://{path}")
         except ValueError as exc:
@@ -225,7 +235,7 @@ class _Routes:
 
     def move(self, path: str, key: str | None, body: bytes) -> Response:
         try:
-            payload = json.loads(body)
+            payload = loads(body)
         except ValueError as exc:
             raise bad_request(str(exc), "JSON payload of the request is not valid") from exc
         target = payload.get("mailRepository") if isinstance(payload, dict) else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+from mailserver.model.java_numbers import JAVA_INT_MAX, JAVA_LONG_MAX, NotAnInteger, OutOfRange, parse_integer
 from mailserver.webadmin.errors import WebAdminError, bad_request
 
 _DURATION = re.compile(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*")
@@ -23,7 +24,6 @@ _SECONDS = {
     **dict.fromkeys(("month", "months"), 31556952 // 12),
     **dict.fromkeys(("y", "year", "years"), 31556952),
 }
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def parse_duration(raw: str, default_unit: str) -> timedelta:
@@ -31,9 +31,13 @@ def parse_duration(raw: str, default_unit: str) -> timedelta:
     match = _DURATION.fullmatch(raw)
     if match is None:
         raise ValueError(f"The supplied String is not a supported format {raw}")
-    amount, unit = int(match.group(1)), match.group(2).lower() or default_unit
+    unit = match.group(2).lower() or default_unit
     if unit not in _SECONDS:
         raise ValueError(f"Unknown unit: {match.group(2)}")
+    try:   # James's DurationParser reads the amount as a long
+        amount = parse_integer(match.group(1), 0, JAVA_LONG_MAX)
+    except OutOfRange:
+        raise ValueError(f"Duration too large: {raw.strip()}") from None
     try:
         return timedelta(seconds=amount * _SECONDS[unit])
     except OverflowError:   # more than 999,999,999 days: no instant is that far from another
@@ -54,9 +58,12 @@ def positive_int(raw: str | None, name: str) -> int | None:
     """James's ParametersExtractor: absent or empty -> None; not a number or negative -> 400."""
     if raw is None or raw == "":
         return None
-    if not _INTEGER.fullmatch(raw) or abs(int(raw)) > 2**31 - 1:
-        raise WebAdminError(400, f"Can not parse {name}", f'For input string: "{raw}"')
-    value = int(raw)
+    try:
+        value = parse_integer(raw, -JAVA_INT_MAX, JAVA_INT_MAX)
+    except NotAnInteger:
+        raise WebAdminError(400, f"Can not parse {name}", f'For input string: "{raw}"') from None
+    except OutOfRange:   # an int in James
+        raise WebAdminError(400, f"Can not parse {name}", f"'{name}' must be at most {JAVA_INT_MAX}") from None
     if value < 0:
         raise WebAdminError(400, f"{name} can not be negative")
     return value

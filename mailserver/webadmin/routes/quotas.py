@@ -166,7 +166,7 @@ def _user_type_routes(api: APIRouter, name: str, quota_type: QuotaType, quota: Q
              summary=f"Set the user's {name} limit (bare number, -1 = unlimited)")
     async def put_one(username: str, request: Request) -> Response:
         where = await run_in_threadpool(key, username)
-        await run_in_threadpool(quota.set_limit, where, quota_type, quota_json.parse_bare(await request.body()))
+        await run_in_threadpool(quota.set_limit, where, quota_type, quota_json.parse_bare(await request.body(), name))
         return _no_content()
 
     @api.delete(f"/quota/users/{{username}}/{name}", status_code=NO_CONTENT,
@@ -186,7 +186,7 @@ def _domain_type_routes(api: APIRouter, name: str, quota_type: QuotaType, quota:
              summary=f"Set the domain's {name} limit (bare number, -1 = unlimited)")
     async def put_one(domain: str, request: Request) -> Response:
         d = await run_in_threadpool(existing_domain, domain)
-        value = quota_json.parse_bare(await request.body())
+        value = quota_json.parse_bare(await request.body(), name)
         await run_in_threadpool(quota.set_limit, LimitKey.domain(d), quota_type, value)
         return _no_content()
 
@@ -204,7 +204,7 @@ def _global_type_routes(api: APIRouter, name: str, quota_type: QuotaType, quota:
 
     @api.put(f"/quota/{name}", status_code=NO_CONTENT, summary=f"Set the global {name} limit (-1 = unlimited)")
     async def put_one(request: Request) -> Response:
-        value = quota_json.parse_bare(await request.body())
+        value = quota_json.parse_bare(await request.body(), name)
         await run_in_threadpool(quota.set_limit, LimitKey.global_(), quota_type, value)
         return _no_content()
 

@@ -263,6 +263,10 @@ def test_java_zoned_string():
     ("post", f"/deletedMessages/users/{USER}/messages",
      {"criteria": [{"fieldName": "sender", "operator": "equals", "value": "nope"}]}, 400,
      "Invalid payload passing to the route"),
+    ("post", f"/deletedMessages/users/{USER}/messages", {"criteria": [], "limit": 10**30}, 400,
+     "limit must be at most 9223372036854775807"),   # a Long in James
+    ("post", f"/deletedMessages/users/{USER}?action=restore", {"criteria": [], "limit": 2**63}, 400,
+     "limit must be at most 9223372036854775807"),
     ("delete", "/deletedMessages", None, 400,
      "'scope' query parameter is compulsory. Supported values are [expired]"),
     ("delete", "/deletedMessages?scope=EXPIRED", None, 400,
@@ -286,6 +290,14 @@ def test_unparseable_body_is_400(env):
     response = client.post(f"/deletedMessages/users/{USER}?action=restore", content=b"{not json")
     assert (error(response)["statusCode"], error(response)["message"]) == (400,
                                                                            "JSON payload of the request is not valid")
+
+
+def test_a_limit_of_thousands_of_digits_is_400_naming_the_limit(validation_env):
+    response = validation_env[0].post(f"/deletedMessages/users/{USER}/messages",
+                                      content=b'{"criteria": [], "limit": ' + b"9" * 5000 + b"}")
+    payload = error(response)
+    assert (payload["statusCode"], payload["message"]) == (400, "Invalid payload passing to the route")
+    assert payload["details"] == "limit must be at most 9223372036854775807"
 
 
 def test_force_true_skips_the_user_check(env):

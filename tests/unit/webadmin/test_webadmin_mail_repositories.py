@@ -61,6 +61,27 @@ def test_create_errors(client, ctx):
     assert ctx.repositories.urls() == []
 
 
+@pytest.mark.parametrize("protocol", ["bogus", "file", "CASSANDRA", "cassandra2"])
+def test_an_unknown_protocol_is_refused_naming_the_accepted_ones(client, ctx, protocol):
+    body = error(client.put(f"/mailRepositories/var%2Fmail%2Fx%2F?protocol={protocol}"))
+    assert (body["statusCode"], body["type"], body["message"]) == (
+        400, "InvalidArgument", f"'{protocol}' is an unsupported protocol")
+    assert body["details"] == f"No Mail Repository associated with {protocol}; accepted: cassandra, memory"
+    assert ctx.repositories.urls() == []
+
+
+def test_a_path_carrying_a_protocol_is_refused(client, ctx):
+    body = error(client.put("/mailRepositories/bogus%3A%2F%2Fvar%2Fmail%2Fx%2F?protocol=cassandra"))
+    assert (body["statusCode"], body["type"]) == (400, "InvalidArgument")
+    assert "starts with a protocol" in body["details"]
+    assert ctx.repositories.urls() == []
+
+
+def test_the_memory_protocol_is_accepted(client, ctx):
+    assert client.put("/mailRepositories/var%2Fmail%2Fx%2F?protocol=memory").status_code == 204
+    assert ctx.repositories.urls() == ["memory://var/mail/x/"]
+
+
 def test_list_keys_with_offset_and_limit(client, repository):
     assert client.get(f"/mailRepositories/{ERROR}/mails").json() == ["a", "b", "c"]
     assert client.get(f"/mailRepositories/{ERROR}/mails?offset=1&limit=1").json() == ["b"]
