@@ -116,7 +116,12 @@ class MailboxManager:
 
     # ------------------------------------------------------------------ mailboxes
     def create_mailbox(self, path: MailboxPath) -> MailboxId:
-        """Create ``path`` and its missing parents; MailboxExists when ``path`` itself exists."""
+        """Create ``path`` and its missing parents; MailboxExists when ``path`` itself exists.
+
+        Every creator (IMAP, WebAdmin, mailets, restores) comes through here: the name is checked
+        as James's ``StoreMailboxManager`` does (``MailboxPath.assert_acceptable``).
+        """
+        path.assert_acceptable()
         self._guard()
         if self.mailboxes.find_by_path(path) is not None:
             raise MailboxExists(path)
@@ -156,6 +161,7 @@ class MailboxManager:
 
     def rename_mailbox(self, source: MailboxPath, target: MailboxPath) -> None:
         """Rename ``source`` and every child under it; missing parents of ``target`` are created."""
+        target.assert_acceptable()
         self._guard()
         if source.name == INBOX:
             raise InboxCannotBeRenamedOrDeleted(source)

@@ -13,10 +13,32 @@ PRIVATE_NAMESPACE = "#private"
 DELIMITER = "."
 INBOX = "INBOX"
 MAX_NAME_LENGTH = 200
+FORBIDDEN_CHARACTERS = "%*\r\n"   # James's MailboxPath.INVALID_CHARS
 
 
 class InvalidMailboxName(ValueError):
     pass
+
+
+def _unsafe(char: str) -> bool:
+    """A C0 control character, DEL, or a lone surrogate (what invalid UTF-8 decodes to with surrogateescape).
+
+    James lets these through; they break every protocol that shows the name (an IMAP line, a
+    log line, a JSON export) and no client can type them, so no mailbox is named with one.
+    """
+    code = ord(char)
+    return code < 0x20 or code == 0x7F or 0xD800 <= code <= 0xDFFF
+
+
+def printable(text: str) -> str:
+    """``text`` with every unsafe character written as a Python escape (``a\\x00b``): safe in one line."""
+    if not any(_unsafe(c) for c in text):
+        return text
+    return "".join(repr(c)[1:-1] if _unsafe(c) else c for c in text)
+
+
+def _control_character_message(shown: str) -> str:
+    return f"{printable(shown)} contains a control character (U+0000 to U+001F, U+007F) or invalid UTF-8"
 
 
 @dataclass(frozen=True, order=True)
@@ -32,14 +54,37 @@ class MailboxPath:
             raise InvalidMailboxName("mailbox name must not be empty")
         if len(name) > MAX_NAME_LENGTH:
             raise InvalidMailboxName(f"mailbox name too long ({len(name)} > {MAX_NAME_LENGTH})")
-        if any(c in name for c in "%*\r\n"):
+        if any(c in name for c in FORBIDDEN_CHARACTERS):
             raise InvalidMailboxName(f"mailbox name {name!r} contains a wildcard or a line break")
+        if any(_unsafe(c) for c in name):
+            raise InvalidMailboxName(_control_character_message(f"mailbox name {name!r}"))
         parts = name.split(DELIMITER)
         if any(p == "" for p in parts):
             raise InvalidMailboxName(f"mailbox name {name!r} has an empty hierarchy level")
         if parts[0].upper() == INBOX:  # INBOX is case-insensitive (RFC 3501)
             name = DELIMITER.join([INBOX, *parts[1:]])
         return cls(namespace, u, name)
+
+    def assert_acceptable(self) -> MailboxPath:
+        """James's ``MailboxPath.assertAcceptable``, with its messages, before a mailbox gets this name.
+
+        In James's order: no empty hierarchy level (blanks ignored), none of ``%*`` CR LF and
+        no leading ``#``, at most 200 characters; and, beyond James, no control character nor
+        invalid UTF-8 (``_unsafe``). Paths read back from storage are not checked: a name
+        stored before a rule existed must stay reachable.
+        """
+        compact = "".join(self.name.split())
+        if not compact or DELIMITER * 2 in compact or compact.startswith(DELIMITER) or compact.endswith(DELIMITER):
+            raise InvalidMailboxName(f"'{self.as_string()}' has an empty part within its mailbox name considering "
+                                     f"{DELIMITER} as a delimiter")
+        if any(c in self.name for c in FORBIDDEN_CHARACTERS) or self.name.startswith("#"):
+            raise InvalidMailboxName(f"{self.as_string()} contains one of the forbidden characters "
+                                     f"{FORBIDDEN_CHARACTERS} or starts with #")
+        if any(_unsafe(c) for c in self.name):
+            raise InvalidMailboxName(_control_character_message(self.as_string()))
+        if len(self.name) > MAX_NAME_LENGTH:
+            raise InvalidMailboxName(f"Mailbox name exceeds maximum size of {MAX_NAME_LENGTH} characters")
+        return self
 
     @classmethod
     def inbox(cls, user: Username | str) -> MailboxPath:

@@ -23,7 +23,7 @@ from mailserver.queue.api import SPOOL
 from mailserver.runtime.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
 from mailserver.search.config import SearchConfig
 from mailserver.security.throttle_config import AuthThrottleConfig
-from mailserver.smtp.config import SmtpConfig
+from mailserver.smtp.config import MIN_LINE_LENGTH, SmtpConfig
 from mailserver.vault.config import VaultConfiguration
 
 ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners", "imap")
@@ -202,6 +202,17 @@ class ServeSettings:
             max_connections=read.cap("MAILSERVER_SMTP_MAX_CONNECTIONS", SmtpConfig.max_connections),
             max_connections_per_ip=read.cap("MAILSERVER_SMTP_MAX_CONNECTIONS_PER_IP",
                                             SmtpConfig.max_connections_per_ip),
+            # Postfix's smtpd_recipient_limit, smtpd_recipient_overshoot_limit, smtpd_soft_error_limit,
+            # smtpd_hard_error_limit (0 lifts each) and smtpd_error_sleep_time; James's line length
+            max_recipients=read.cap("MAILSERVER_SMTP_MAX_RECIPIENTS", SmtpConfig.max_recipients),
+            recipient_overshoot_limit=read.non_negative("MAILSERVER_SMTP_RECIPIENT_OVERSHOOT_LIMIT",
+                                                        SmtpConfig.recipient_overshoot_limit),
+            soft_error_limit=read.cap("MAILSERVER_SMTP_SOFT_ERROR_LIMIT", SmtpConfig.soft_error_limit),
+            hard_error_limit=read.cap("MAILSERVER_SMTP_HARD_ERROR_LIMIT", SmtpConfig.hard_error_limit),
+            error_sleep_time=read.non_negative("MAILSERVER_SMTP_ERROR_SLEEP_MS",
+                                               int(SmtpConfig.error_sleep_time * 1000)) / 1000,
+            max_line_length=read.at_least("MAILSERVER_SMTP_MAX_LINE_LENGTH", SmtpConfig.max_line_length,
+                                          MIN_LINE_LENGTH),
         )
         imap = ImapConfig(
             host=read.text("MAILSERVER_IMAP_HOST", "127.0.0.1"),
@@ -281,9 +292,12 @@ class _Reader:
         return value
 
     def positive(self, name: str, default: int) -> int:
+        return self.at_least(name, default, 1)
+
+    def at_least(self, name: str, default: int, minimum: int) -> int:
         value = self.integer(name, default)
-        if value < 1:
-            raise SettingsError(f"{name}: must be at least 1, got {value}")
+        if value < minimum:
+            raise SettingsError(f"{name}: must be at least {minimum}, got {value}")
         return value
 
     def cap(self, name: str, default: int | None) -> int | None:

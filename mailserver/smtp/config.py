@@ -2,7 +2,8 @@
 
 Secure defaults: no authorized network unless configured (an open relay is never the
 default), AUTH only offered over TLS, messages up to 25 MiB, at most 500 sessions (20 per
-client address).
+client address), 1,000 recipients a message, Postfix's error limits (slow after 10 errors,
+disconnect at 20), DATA lines of up to 8,192 octets (James).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MiB = 1024 * 1024
+MIN_LINE_LENGTH = 998   # RFC 5321 4.5.3.1.6: 1000 octets with the CRLF
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -56,6 +58,18 @@ class SmtpConfig:
     strict_crlf: bool = True                # refuse a bare CR/LF in DATA (James 3.7.5+) and bare-LF command lines
     forbid_unauth_pipelining: bool = True   # input sent with DATA or after its end, before our reply: refuse, close
     data_memory: int = 256 * 1024           # DATA content kept in memory per session; the rest spills to a temp file
+    # Postfix's smtpd_recipient_limit: RCPTs beyond it get 452 4.5.3 (the accepted ones keep the mail);
+    # None: no limit. Over-limit RCPTs are not client errors until smtpd_recipient_overshoot_limit more.
+    max_recipients: int | None = 1000
+    recipient_overshoot_limit: int = 1000
+    # Postfix's smtpd_soft_error_limit / smtpd_hard_error_limit / smtpd_error_sleep_time: a session that
+    # made ``soft_error_limit`` errors (4xx/5xx replies) since its last accepted mail gets every reply
+    # ``error_sleep_time`` seconds late; at ``hard_error_limit`` it gets 421 4.7.0 and is closed. None: off.
+    soft_error_limit: int | None = 10
+    hard_error_limit: int | None = 20
+    error_sleep_time: float = 1.0
+    # James's line limit: DATA lines of up to this many octets before the CRLF (RFC 5321 asks at least 998)
+    max_line_length: int = 8192
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -76,6 +90,16 @@ class SmtpConfig:
             raise ValueError("data_memory must be >= 0")
         if self.io_threads < 1:
             raise ValueError("io_threads must be >= 1")
+        for name in ("max_recipients", "soft_error_limit", "hard_error_limit"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 (None: no limit)")
+        if self.recipient_overshoot_limit < 0:
+            raise ValueError("recipient_overshoot_limit must be >= 0")
+        if self.error_sleep_time < 0:
+            raise ValueError("error_sleep_time must be >= 0")
+        if self.max_line_length < MIN_LINE_LENGTH:
+            raise ValueError(f"max_line_length must be >= {MIN_LINE_LENGTH} (RFC 5321 4.5.3.1.6)")
         object.__setattr__(self, "authorized_networks", tuple(self.authorized_networks))
         parse_networks(self.authorized_networks)  # fail at start, not at the first RCPT
 

@@ -26,11 +26,15 @@ from dataclasses import dataclass
 from typing import IO
 
 BAD_LINE_ENDING = "500 5.0.0 line delimiter must be CRLF"
-LINE_TOO_LONG = "500 5.5.2 Line too long (RFC 5321 4.5.3.1.6: at most 1000 octets with CRLF)"
 TOO_MUCH_DATA = "552 5.3.4 Message size exceeds fixed maximum message size"
 BARE_CR_OR_LF = re.compile(rb"[\r\n]")
 END_OF_DATA = b".\r\n"
 DEFAULT_MEMORY = 256 * 1024
+
+
+def line_too_long(limit: int) -> str:
+    """The refusal of a content with a line over ``limit`` octets (not counting its CRLF), James's 500."""
+    return f"500 5.5.2 Line too long: at most {limit} octets a line, CRLF not counted"
 
 
 @dataclass
@@ -56,8 +60,10 @@ async def receive(reader: asyncio.StreamReader, received: ReceivedData, *, size_
                   line_limit: int, strict_crlf: bool) -> None:
     """Read up to the ``.`` line into ``received``; its spool is rewound when the content is accepted.
 
-    ``received.size`` grows as lines arrive. Raises (``CancelledError`` on disconnect) with the
-    spool closed.
+    ``line_limit`` is the longest line accepted, in octets as sent (a leading transparency dot
+    included) without the CRLF; the reader's own limit must be the same, so that a longer line
+    surfaces as ``LimitOverrunError`` and is read in pieces. ``received.size`` grows as lines
+    arrive. Raises (``CancelledError`` on disconnect) with the spool closed.
     """
     try:
         await _read(reader, received, size_limit, line_limit, strict_crlf)
@@ -78,7 +84,7 @@ async def _read(reader: asyncio.StreamReader, received: ReceivedData, size_limit
             piece = await reader.readuntil(b"\r\n")
         except asyncio.LimitOverrunError as exc:   # no CRLF within the reader's limit: a piece of a long line
             piece = await reader.read(exc.consumed)
-            _refuse(received, LINE_TOO_LONG)
+            _refuse(received, line_too_long(line_limit))
         except asyncio.IncompleteReadError as exc:
             raise ConnectionResetError("connection closed during DATA") from exc
         if at_line_start and piece == END_OF_DATA:
@@ -88,8 +94,8 @@ async def _read(reader: asyncio.StreamReader, received: ReceivedData, size_limit
         complete = piece.endswith(b"\r\n")
         if size_limit and counted > size_limit:
             _refuse(received, TOO_MUCH_DATA)
-        elif line_length > line_limit:
-            _refuse(received, LINE_TOO_LONG)
+        elif line_length - (2 if complete else 0) > line_limit:
+            _refuse(received, line_too_long(line_limit))
         elif strict_crlf and BARE_CR_OR_LF.search(piece, 0, len(piece) - 2 if complete else len(piece)):
             _refuse(received, BAD_LINE_ENDING)   # a bare CR or LF: possible SMTP smuggling
         if received.spool is not None:

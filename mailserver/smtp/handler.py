@@ -6,7 +6,8 @@ What a transaction goes through (James's SMTP hooks, in order):
 * connect / HELO / EHLO: back-pressure ``CONNECT`` conditions (maintenance, backend health) ->
   ``421 4.3.2`` and the connection is closed;
 * MAIL FROM: back-pressure again, spool size included -> ``452 4.3.1`` when over its limit;
-* RCPT TO: a recipient of a local domain (``DomainList``) is accepted when it exists
+* RCPT TO: beyond ``max_recipients`` recipients ``452 4.5.3 Too many recipients``; a recipient
+  of a local domain (``DomainList``) is accepted when it exists
   (``recipients.py``: an account, a rewrite-table mapping, ``postmaster``), else
   ``550 5.1.1 Unknown user``; any other domain only for an authenticated session or a client
   in ``authorized_networks``, otherwise ``550 5.7.1 Requested action not taken: relaying
@@ -14,11 +15,15 @@ What a transaction goes through (James's SMTP hooks, in order):
   then decides, as James with ``authRequired=false``). ``<postmaster>`` without a domain (RFC
   5321 4.5.1) is the server's postmaster address and is always accepted;
 * DATA (``IntakeSMTP.smtp_DATA``, ``data.py``): bare CR/LF refused (``500 5.0.0``, James's
-  smuggling fix), over-long lines and content over the size limit refused, input pipelined
+  smuggling fix), lines over ``max_line_length`` (``500 5.5.2``, naming the limit) and content
+  over the size limit refused, input pipelined
   with DATA or after its end refused (``554 5.5.0``) and the session closed;
 * end of DATA (here): a ``Received:`` header prepended, the ``Mail`` built with James's intake
   attributes and enqueued on ``spool``; ``250`` only once ``enqueue`` returned (durable),
-  ``451 4.3.0`` when it raised (nothing accepted).
+  ``451 4.3.0`` when it raised (nothing accepted);
+* at every reply (``IntakeSMTP.push``): an enhanced status code (``replies.py``), and Postfix's
+  error limits (``errors.py``): slowed after ``soft_error_limit`` errors, closed at
+  ``hard_error_limit``.
 
 Memory: the content arrives in a spool (``envelope.data``: at most ``SmtpConfig.data_memory``
 bytes in memory, the rest in a temporary file) that ``smtp_DATA`` closes after this hook. With
@@ -57,7 +62,7 @@ from mailserver.smtp.auth import SmtpAuthenticator
 from mailserver.smtp.backpressure import UNKNOWN, BackPressure, Stage
 from mailserver.smtp.config import SmtpConfig, in_networks
 from mailserver.smtp.data import BAD_LINE_ENDING
-from mailserver.smtp.recipients import POSTMASTER, RecipientValidator, unknown_user
+from mailserver.smtp.recipients import POSTMASTER, RecipientValidator, too_many_recipients, unknown_user
 from mailserver.users.api import UsersRepository
 
 if TYPE_CHECKING:
@@ -171,8 +176,9 @@ class IntakeHandler(SmtpAuthenticator):
         session.host_name = hostname
         responses = [r for r in responses if self.users is not None or not r.startswith("250-AUTH")]
         responses[0] = f"250-{self.config.hostname} Hello {hostname} [{server.remote_addr}]"
-        # Not announced: PIPELINING (a client waits for each reply, see forbid_unauth_pipelining) and
-        # ENHANCEDSTATUSCODES (aiosmtpd's own syntax-error replies carry none).
+        # Every reply carries an enhanced status code, aiosmtpd's too (IntakeSMTP.push, replies.py).
+        # Not announced: PIPELINING (a client waits for each reply, see forbid_unauth_pipelining).
+        responses.insert(len(responses) - 1, "250-ENHANCEDSTATUSCODES")
         return responses
 
     async def handle_MAIL(self, server: IntakeSMTP, session: Session, envelope: Envelope, address: str,
@@ -194,6 +200,11 @@ class IntakeHandler(SmtpAuthenticator):
 
     async def handle_RCPT(self, server: IntakeSMTP, session: Session, envelope: Envelope, address: str,
                           rcpt_options: list[str]) -> str:
+        limit = self.config.max_recipients
+        if limit is not None and len(envelope.rcpt_tos) >= limit:
+            envelope.overshoot += 1  # type: ignore[attr-defined]
+            log.warning("refused RCPT <%s>: over the limit of %d recipients a message", address, limit)
+            return too_many_recipients(limit)
         if address.lower() == POSTMASTER:   # no domain: RFC 5321 4.5.1 says it MUST be accepted
             return self._accept(envelope, self.postmaster, rcpt_options, "postmaster")
         try:

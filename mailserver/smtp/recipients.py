@@ -17,6 +17,11 @@ recipient of a local domain is valid when
 
 Anything else gets ``550 5.1.1 Unknown user: <address>`` (James's wording). Lookups block
 (Cassandra), so the handler runs ``is_valid_local`` on its I/O pool.
+
+How many recipients one message may have is ``SmtpConfig.max_recipients`` (Postfix's
+``smtpd_recipient_limit``, 1,000): a RCPT beyond it gets ``452 4.5.3 Too many recipients``
+(RFC 5321 4.5.3.1.10) before any lookup, and the mail goes to the recipients already accepted;
+the client sends the others in another transaction.
 """
 
 from __future__ import annotations
@@ -26,10 +31,15 @@ from mailserver.rrt.resolver import MappingErrorException, RecipientRewriter
 from mailserver.users.api import UsersRepository
 
 POSTMASTER = "postmaster"
+TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
 
 
 def unknown_user(address: MailAddress) -> str:
     return f"550 5.1.1 Unknown user: {address}"
+
+
+def too_many_recipients(limit: int) -> str:
+    return f"{TOO_MANY_RECIPIENTS} (at most {limit} a message)"
 
 
 class RecipientValidator:

@@ -16,6 +16,12 @@ in-memory list, and DATA ends its pipeline group (RFC 2920 3.1): PIPELINING is n
 so input that arrived with DATA or with the end of its content, before our reply, means the
 client did not wait; whatever DATA's reply, the session then ends and nothing it sent after
 DATA is executed (``forbid_unauth_pipelining``).
+
+Every reply goes through ``IntakeSMTP.push`` (aiosmtpd documents it as the method subclasses
+use to answer): there it gets its enhanced status code (``replies.py``), is delayed when the
+session made too many errors, and the error that reaches ``hard_error_limit`` is followed by
+``421 4.7.0`` and the end of the session (``errors.py``). DATA lines may be as long as
+``max_line_length``, aiosmtpd's documented ``line_length_limit`` set per instance.
 """
 
 from __future__ import annotations
@@ -48,20 +54,15 @@ from mailserver.smtp.backpressure import (
 )
 from mailserver.smtp.config import SmtpConfig
 from mailserver.smtp.data import ReceivedData, receive
+from mailserver.smtp.errors import SessionErrors, is_error, too_many_errors
 from mailserver.smtp.handler import PIPELINING_REFUSED, BareLineFeed, IntakeHandler
 from mailserver.smtp.limits import ConnectionLimits
 from mailserver.smtp.paths import HeaderParseError, parse_path
-from mailserver.smtp.recipients import RecipientValidator
+from mailserver.smtp.recipients import TOO_MANY_RECIPIENTS, RecipientValidator
+from mailserver.smtp.replies import with_status_code
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
-
-# aiosmtpd's own replies that lack an enhanced status code we want (RFC 3463).
-_REWRITES = {
-    "552 Error: message size exceeds fixed maximum message size":
-        "552 5.3.4 Message size exceeds fixed maximum message size",
-}
-
 
 class IntakeSession(Session):
     @property
@@ -84,12 +85,19 @@ class IntakeEnvelope(Envelope):
         super().__init__()
         self.mail_name = new_mail_name()
         self.data: ReceivedData | None = None
+        self.overshoot = 0   # RCPTs refused for being over the recipient limit
 
 
 class IntakeSMTP(SMTP):
     def __init__(self, handler: IntakeHandler, owner: SmtpServer, **kwargs: Any) -> None:
+        c = owner.config
+        # aiosmtpd's documented line limit, set before SMTP.__init__ makes the reader with it: DATA
+        # lines of up to this many octets (smtp_DATA); commands keep aiosmtpd's command_size_limit.
+        self.line_length_limit = c.max_line_length
         super().__init__(handler, **kwargs)
         self.owner = owner
+        self.errors = SessionErrors(c.soft_error_limit, c.hard_error_limit, c.error_sleep_time)
+        self._mid_reply = False   # the last line pushed was not the last of its reply
         self.session_id = randomness.token_hex(8)
         self.remote_addr: str | None = None
         self.remote_host = "unknown"
@@ -128,10 +136,18 @@ class IntakeSMTP(SMTP):
             return
         # aiosmtpd reads command lines (and AUTH responses) up to a bare LF; DATA is read up to CRLF.
         readuntil = reader.readuntil
+        overrun = False   # the line being read is over the limit: aiosmtpd reads it in pieces to answer "too long"
 
         async def strict_readuntil(separator: bytes = b"\n") -> bytes:
-            line = await readuntil(separator)
-            if separator == b"\n" and not line.endswith(b"\r\n"):
+            nonlocal overrun
+            try:
+                line = await readuntil(separator)
+            except asyncio.LimitOverrunError:
+                overrun = True
+                raise
+            # The end of an over-long line may start with the LF of its CRLF (the pieces cut after the CR)
+            continued, overrun = overrun, False
+            if separator == b"\n" and not continued and not line.endswith(b"\r\n"):
                 raise BareLineFeed("command line not ended by CRLF")
             return line
 
@@ -228,6 +244,8 @@ class IntakeSMTP(SMTP):
             else:
                 envelope.data = data  # type: ignore[attr-defined]
                 status = await self.event_handler.handle_DATA(self, self.session, envelope)
+                if status.startswith("250"):
+                    self.errors.forgive()   # as Postfix: errors before an accepted mail are forgiven
         finally:
             data.close()   # on every path, cancellation (disconnect) included: memory or temp file given back
             self.envelope = self._create_envelope()
@@ -280,14 +298,33 @@ class IntakeSMTP(SMTP):
 
     async def _refuse(self, reply: str) -> None:
         log.info("connection refused: %s", reply)
+        self.ending = True
         await self.push(reply)
         if self.transport is not None:
             self.transport.close()
 
     async def push(self, status: Any) -> None:
-        if isinstance(status, str):
-            status = _REWRITES.get(status, status)
+        """Every reply, aiosmtpd's included: its enhanced status code, the error pacing and limit."""
+        if not isinstance(status, str):
+            await super().push(status)
+            return
+        status = with_status_code(status)
+        if not self._mid_reply:
+            await self.errors.pace()   # once per reply, not per line of a multi-line one
+        self._mid_reply = status[3:4] == "-"
         await super().push(status)
+        if self._counts_as_error(status) and self.errors.record() and not self.ending:
+            log.warning("%d errors without an accepted mail: closing the session", self.errors.count)
+            await super().push(too_many_errors(self.hostname))
+            self.close_now()
+
+    def _counts_as_error(self, reply: str) -> bool:
+        if not is_error(reply):
+            return False
+        if reply.startswith(TOO_MANY_RECIPIENTS):
+            # Postfix: a client that pipelined more RCPTs than the limit is not at fault, up to the overshoot limit
+            return getattr(self.envelope, "overshoot", 0) > self.owner.config.recipient_overshoot_limit
+        return True
 
 
 class SmtpServer:

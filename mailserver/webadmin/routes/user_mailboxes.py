@@ -7,7 +7,8 @@ mailbox manager only (its rules, events and pre-deletion hooks apply):
   ``force`` flag is present (the flag's presence is enough, as in James);
 * names are checked as James's ``MailboxPath.assertAcceptable``: no empty hierarchy level (``.``
   is the delimiter), none of ``%*`` CR LF, not starting with ``#``, at most 200 characters
-  (400, James's details); creating an existing mailbox is 204, as is deleting a missing one;
+  (400, James's details), and no control character nor invalid UTF-8 (the model's rule, the
+  same for IMAP and mailets); creating an existing mailbox is 204, as is deleting a missing one;
 * deleting a mailbox deletes its children too, INBOX included when asked; ``DELETE
   /users/{u}/mailboxes`` deletes them all;
 * ``messageCount`` / ``unseenMessageCount`` answer a bare number;
@@ -26,7 +27,7 @@ from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, Maintenanc
 from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.model.address import Username
-from mailserver.model.mailbox import DELIMITER, MAX_NAME_LENGTH, PRIVATE_NAMESPACE, InvalidMailboxName, MailboxPath
+from mailserver.model.mailbox import DELIMITER, PRIVATE_NAMESPACE, InvalidMailboxName, MailboxPath
 from mailserver.tasks.builtin.user_mailboxes import ClearMailboxContentTask
 from mailserver.tasks.manager import TaskManager
 from mailserver.users.api import UsersRepository
@@ -35,7 +36,6 @@ from mailserver.webadmin.routes.tasks import submitted
 from mailserver.webadmin.routes.users import stored_username
 
 NO_CONTENT = 204
-FORBIDDEN_CHARACTERS = "%*\r\n"
 # James's messages, per route (the PUT's 404 says "get", as James's does).
 GET_ERROR, DELETE_ERROR = "Invalid get on user mailboxes", "Invalid delete on user mailboxes"
 CREATE_INVALID = "Attempt to create an invalid mailbox"
@@ -45,20 +45,14 @@ DELETE_INVALID = "Attempt to delete an invalid mailbox"
 
 def acceptable_path(user: Username, name: str, invalid_message: str) -> MailboxPath:
     """James's ``MailboxPath.forUser(user, name).assertAcceptable('.')`` with its details; 400 otherwise."""
-    shown = f"{PRIVATE_NAMESPACE}:{user}:{name}"
-    compact = "".join(name.split())
-    if not compact or DELIMITER * 2 in compact or compact.startswith(DELIMITER) or compact.endswith(DELIMITER):
-        raise bad_request(f"'{shown}' has an empty part within its mailbox name considering {DELIMITER} as a delimiter",
-                          invalid_message)
-    if any(c in name for c in FORBIDDEN_CHARACTERS) or name.startswith("#"):
-        raise bad_request(f"{shown} contains one of the forbidden characters {FORBIDDEN_CHARACTERS} or starts with #",
-                          invalid_message)
-    if len(name) > MAX_NAME_LENGTH:
-        raise bad_request(f"Mailbox name exceeds maximum size of {MAX_NAME_LENGTH} characters", invalid_message)
+    try:
+        MailboxPath(PRIVATE_NAMESPACE, user, name).assert_acceptable()
+    except InvalidMailboxName as exc:
+        raise bad_request(str(exc), invalid_message) from exc
     try:
         return MailboxPath.of(user, name)
     except InvalidMailboxName as exc:   # a hierarchy level of spaces only: James would keep it, we cannot
-        raise bad_request(f"{shown}: {exc}", invalid_message) from exc
+        raise bad_request(f"{PRIVATE_NAMESPACE}:{user}:{name}: {exc}", invalid_message) from exc
 
 
 def maintenance(exc: MaintenanceMode) -> WebAdminError:

@@ -101,6 +101,21 @@ def test_invalid_names_are_400_with_james_messages_and_write_nothing(admin, meth
     assert names(admin) == []
 
 
+CONTROL = "#private:{user}:{} contains a control character (U+0000 to U+001F, U+007F) or invalid UTF-8"
+
+
+@pytest.mark.parametrize(("name", "shown"), [("a\x00b", "a\\x00b"), ("a\x01b", "a\\x01b"), ("tab\there", "tab\\there"),
+                                            ("a.b\x7f", "a.b\\x7f")], ids=["NUL", "SOH", "TAB", "DEL"])
+@pytest.mark.parametrize(("method", "message"), [("put", "Attempt to create an invalid mailbox"),
+                                                 ("get", "Attempt to test existence of an invalid mailbox"),
+                                                 ("delete", "Attempt to delete an invalid mailbox")])
+def test_control_characters_in_names_are_400_and_write_nothing(admin, method, message, name, shown):
+    response = getattr(admin.client, method)(f"{admin.base}/{urllib.parse.quote(name)}")
+    assert error(response) == {"statusCode": 400, "type": "InvalidArgument", "message": message,
+                               "details": CONTROL.format(shown, user=admin.user)}
+    assert names(admin) == []
+
+
 def test_exists_is_204_or_404(admin):
     no_content(admin.client.put(f"{admin.base}/Work"))
     no_content(admin.client.get(f"{admin.base}/Work"))

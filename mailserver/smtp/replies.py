@@ -1,0 +1,62 @@
+"""Enhanced status codes (RFC 2034, RFC 3463) on the replies that lack one.
+
+``ENHANCEDSTATUSCODES`` is advertised, so every 2xx, 4xx and 5xx reply must carry a code, except
+the greeting and the replies to HELO and EHLO (RFC 2034 section 3). This server's own replies
+have theirs; aiosmtpd's built-in replies (``500 Error: command "X" not recognized``, ``501
+Syntax: ...``, ``503 Error: need MAIL command``, ``250 OK``, ``221 Bye`` ...) have none, and its
+documented way to change what reaches the client is ``SMTP.push``, which the intake overrides
+to pass every reply through ``with_status_code``:
+
+* a reply that has a code is left as it is;
+* a known aiosmtpd reply gets the RFC 3463 code that says what went wrong (``5.5.1`` a command
+  out of sequence or unknown, ``5.5.2`` a syntax error, ``5.5.4`` invalid arguments ...);
+* any other 4xx/5xx reply gets ``4.0.0`` / ``5.0.0`` ("other undefined status");
+* any other 2xx or 3xx reply is left alone: the greeting, the EHLO keyword lines (a code there
+  would corrupt them), HELO's reply, and 3xx replies (354, 334), which need none.
+"""
+
+from __future__ import annotations
+
+# (reply prefix, code) for aiosmtpd 1.4.6's replies without one; the first matching prefix wins.
+_AIOSMTPD: tuple[tuple[str, str], ...] = (
+    ("250 OK", "2.0.0"),
+    ("250 Syntax: ", "2.0.0"),                 # HELP <command>
+    ("250 Supported commands: ", "2.0.0"),     # HELP
+    ("252 Cannot VRFY user", "2.0.0"),
+    ("221 Bye", "2.0.0"),
+    ("220 Ready to start TLS", "2.0.0"),
+    ("454 TLS not available", "4.7.0"),
+    ("500 Command line too long", "5.5.2"),
+    ("500 Error: bad syntax", "5.5.2"),
+    ("500 Error: strict ASCII mode", "5.5.2"),
+    ("500 Error: command ", "5.5.1"),          # "X" not recognized
+    ("501 Syntax: ", "5.5.4"),
+    ("501 Supported commands: ", "5.5.4"),     # HELP of an unknown command
+    ("501 Not enough value", "5.5.4"),
+    ("501 Too many values", "5.5.4"),
+    ("501 Error: ", "5.5.4"),                  # BODY / SMTPUTF8 parameters
+    ("502 Could not VRFY", "5.5.4"),
+    ("502 EXPN not implemented", "5.5.1"),
+    ("503 ", "5.5.1"),                         # need MAIL / RCPT, send HELO first, nested MAIL, already authenticated
+    ("530 Must issue a STARTTLS command first", "5.7.0"),
+    ("552 Error: message size exceeds fixed maximum message size", "5.3.4"),
+    ("554 Command refused due to lack of security", "5.7.0"),
+    ("555 ", "5.5.4"),                         # MAIL/RCPT parameters not recognized
+)
+
+
+def has_status_code(reply: str) -> bool:
+    """``NNN`` and a blank or dash, then ``class.subject.detail`` (RFC 3463)."""
+    parts = reply[4:].split(" ", 1)[0].split(".")
+    return len(parts) == 3 and parts[0] in ("2", "4", "5") and all(p.isdigit() and len(p) <= 3 for p in parts[1:])
+
+
+def with_status_code(reply: str) -> str:
+    if len(reply) < 4 or not reply[:3].isdigit() or has_status_code(reply):
+        return reply
+    for prefix, code in _AIOSMTPD:
+        if reply.startswith(prefix):
+            return f"{reply[:4]}{code} {reply[4:]}"
+    if reply[0] in ("4", "5"):
+        return f"{reply[:4]}{reply[0]}.0.0 {reply[4:]}"
+    return reply
