@@ -1,51 +1,26 @@
-"""Connection caps: how many SMTP sessions the server, and each client address, may hold open.
+"""Connection caps of the SMTP server: its replies to a session over a cap.
 
-Every open session costs a socket, a reader buffer and, during DATA, up to the in-memory part
-of its spool (``data.py``); without a cap one client can open sessions until the process runs
-out of descriptors or memory. James's ``connectionLimit`` / ``connectionLimitPerIP``:
+The counting is shared with IMAP (``mailserver.runtime.connection_caps``, James's
+``connectionLimit`` / ``connectionLimitPerIP``):
 
 * more than ``total`` sessions open -> ``421 4.7.0 Too many connections``;
 * more than ``per_ip`` sessions from one address -> ``421 4.7.0 Too many connections from
   your address``;
 
-both sent instead of the greeting, then the connection is closed. ``None`` lifts a cap. The
-counts live on the server's event loop (one thread), so they need no lock.
+both sent instead of the greeting, then the connection is closed. ``None`` lifts a cap.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from mailserver.runtime.connection_caps import ConnectionCaps, Over
 
 TOO_MANY_CONNECTIONS = "421 4.7.0 Too many connections, try again later"
 TOO_MANY_FROM_ADDRESS = "421 4.7.0 Too many connections from your address, try again later"
+_REPLIES = {Over.TOTAL: TOO_MANY_CONNECTIONS, Over.ADDRESS: TOO_MANY_FROM_ADDRESS}
 
 
-class ConnectionLimits:
-    def __init__(self, total: int | None, per_ip: int | None) -> None:
-        self.total = total
-        self.per_ip = per_ip
-        self._open = 0
-        self._by_ip: Counter[str] = Counter()
-
-    def opened(self, ip: str | None) -> None:
-        self._open += 1
-        if ip:
-            self._by_ip[ip] += 1
-
-    def closed(self, ip: str | None) -> None:
-        self._open -= 1
-        if ip:
-            self._by_ip[ip] -= 1
-            if self._by_ip[ip] <= 0:
-                del self._by_ip[ip]
-
+class ConnectionLimits(ConnectionCaps):
     def refusal(self, ip: str | None) -> str | None:
         """The reply refusing a session just opened (already counted), or None."""
-        if self.total is not None and self._open > self.total:
-            return TOO_MANY_CONNECTIONS
-        if self.per_ip is not None and ip and self._by_ip[ip] > self.per_ip:
-            return TOO_MANY_FROM_ADDRESS
-        return None
-
-    def count(self, ip: str | None = None) -> int:
-        return self._by_ip.get(ip, 0) if ip else self._open
+        over = self.over(ip)
+        return None if over is None else _REPLIES[over]
