@@ -71,9 +71,14 @@ def assert_body(body: object) -> None:
     while stack:
         part = stack.pop()
         assert isinstance(part, tuple) and part, part
-        if isinstance(part[0], list):   # body-type-mpart (imapclient gathers the bodies in a list)
-            assert part[0] and isinstance(part[1], bytes), part
-            stack.extend(part[0])
+        if isinstance(part[0], list):   # body-type-mpart, as imapclient gives the outermost one
+            part = (*part[0], *part[1:])
+        if isinstance(part[0], tuple):   # body-type-mpart: 1*body SP media-subtype
+            children = 0
+            while isinstance(part[children], tuple):
+                children += 1
+            assert isinstance(part[children], bytes), part
+            stack.extend(part[:children])
             continue
         kind, subtype, size = part[0].upper(), part[1].upper(), part[6]
         assert isinstance(size, int), part
