@@ -1,0 +1,52 @@
+"""A refused param fails the first task, ``check_params``, with one line that names it, and nothing else runs.
+
+The DAG runs under ``dag.test()`` against a real WebAdmin (memory adapters), which answers whether
+the user exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.unit.dags.dag_files import parsed_dag
+from tests.unit.plugins.webadmin_server import connection, serving
+from tests.unit.webadmin.webadmin_support import make_context
+
+NOT_RUN = (None, "upstream_failed", "skipped", "removed")
+
+
+@pytest.fixture
+def webadmin(monkeypatch) -> Iterator[int]:
+    with serving(make_context()) as port:
+        monkeypatch.setenv("AIRFLOW_CONN_WEBADMIN_DEFAULT", connection(port))
+        yield port
+
+
+def refused_run(dag_id: str, conf: dict[str, Any]) -> tuple[str, dict[str, str | None]]:
+    """The refusal ``check_params`` gives (its live rules included) and the task states of a ``dag.test()`` run."""
+    from mailplatform.live import Lookups
+    from mailplatform.param_checks import refusal
+
+    dag = parsed_dag(dag_id)
+    with Lookups() as lookups:
+        line = refusal(dag, conf, lookups)
+    run = dag.test(run_conf=conf)
+    return line, {ti.task_id: ti.state for ti in run.get_task_instances()}
+
+
+@pytest.mark.parametrize(("dag_id", "conf", "line"), [
+    ("solve_message_inconsistencies", {"user": "nobody@ops.test"},
+     "param user: no user nobody@ops.test (ops.test is not even a domain of this server)"),
+    ("solve_message_inconsistencies", {"slices": -5}, "param slices: -5 is below the minimum of 1"),
+    ("redeliver_event_dead_letters", {"scope": "group"}, "param group: missing: scope='group' needs it"),
+])
+def test_a_refused_param_fails_the_first_task_and_nothing_else_runs(webadmin, dag_id, conf, line):
+    refusal, states = refused_run(dag_id, conf)
+
+    assert refusal == line and "\n" not in refusal
+    assert states.pop("check_params") == "failed"
+    ran = {task: state for task, state in states.items() if state not in NOT_RUN}
+    assert ran == {}, f"ran after a refused param: {ran}"
