@@ -73,7 +73,8 @@ def test_scan_reports_each_type_writes_nothing_and_triggers_the_unattended_repai
     expected = ["recompute_fast_view_projection", "solve_message_inconsistencies"]
     repairs_before = {dag_id: dag_runs_of(dag_id) for dag_id in expected}
 
-    run, states, _ = run_dag(DAG_ID)
+    run, states, _ = run_dag(DAG_ID, {"trigger_repairs": True,
+                                      "unattended_repairs": ["fast_view", "mappings_sources", "messages"]})
 
     assert run.state == "success", states
     found = {name: result["detected"] for name, result in scan_report(run)["procedures"].items()}
@@ -85,12 +86,15 @@ def test_scan_reports_each_type_writes_nothing_and_triggers_the_unattended_repai
         "mailboxes": {}, "mappings_sources": {}, "current_quotas": {},
     }
     tis = {ti.task_id: ti for ti in run.get_task_instances()}
-    assert tis["summarize"].xcom_pull(task_ids="summarize") == expected
+    started = tis["summarize"].xcom_pull(task_ids="summarize")
+    assert [r["trigger_dag_id"] for r in started] == expected
     assert table_checksum(session, *JAMES_TABLES) == before, "the scan wrote to James's tables"
     for dag_id in expected:
         triggered = [r for r in dag_runs_of(dag_id) if r not in repairs_before[dag_id]]
         assert len(triggered) == 1, (dag_id, triggered)
-        assert triggered[0][2] == {"dry_run": False}
+        assert triggered[0][2]["dry_run"] is False
+    messages = next(r for r in started if r["trigger_dag_id"] == "solve_message_inconsistencies")
+    assert messages["conf"]["mailbox_ids"], "the repair is scoped to the mailboxes the scan found"
 
 
 def test_report_only_scan_triggers_nothing(maintenance_airflow, maintenance_keyspace):
