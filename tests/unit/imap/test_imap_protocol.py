@@ -373,7 +373,8 @@ def test_the_imap_role_serves_the_backends_mailbox_manager_and_refuses_during_ma
     users.add_user(USER, PASSWORD)
     maintenance = {"on": False}
     backends = SimpleNamespace(mailbox=memory_context(MemoryBlobStore()), users=users, session=None,
-                               guard=SimpleNamespace(smtp_allowed=lambda: not maintenance["on"]), metrics=Metrics())
+                               guard=SimpleNamespace(smtp_allowed=lambda: not maintenance["on"]), metrics=Metrics(),
+                               auth_throttle=None)
     role = ImapRole(ServeSettings(imap=ImapConfig(port=0, auth_require_tls=False)), backends)  # type: ignore[arg-type]
     role.start()
     try:
