@@ -43,6 +43,10 @@ class SliceResult:
     fixed: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
 
+    def items(self) -> int:
+        """Items this slice handled: fixed, skipped or failed."""
+        return sum(self.counters.values()) + len(self.failures)
+
     def to_outcomes_json(self) -> str:
         return json.dumps({"fixed": self.fixed, "failures": self.failures}, default=str)
 

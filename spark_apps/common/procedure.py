@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.bookkeeping import AuditLog, AuditRecord, Checkpoints, SliceResult, ensure_tables
 from spark_apps.common.cql import CqlEndpoint
+from spark_apps.common.progress import Progress, summary_block
 from spark_apps.common.reports import ReportLocation, write_report
 from spark_apps.common.session import build_session
 from spark_apps.common.settings import JobSettings
@@ -233,6 +234,7 @@ class ProcedureRunner:
         write_report(report, location)
         audit.write(record)
         print("REPORT " + json.dumps(report, default=str, sort_keys=True), flush=True)
+        print(summary_block(report, location.uri), flush=True)
         return 0 if report["outcome"] in (COMPLETED, DRY_RUN) else 1
 
     def run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
@@ -257,6 +259,9 @@ class ProcedureRunner:
         total = SliceResult()
         repaired: list[int] = []
         parallel = max(1, spark.sparkContext.defaultParallelism)
+        progress = Progress(options.slices - len(already), sum(detected.values()))
+        log.info("detected %s; repairing %d slice(s)%s", detected or "nothing", progress.slices,
+                 f" ({len(already)} already done by an earlier attempt)" if already else "")
         for slice_ in range(options.slices):
             if slice_ in already:
                 _merge(total, already[slice_], options.sample_size)
@@ -266,7 +271,7 @@ class ProcedureRunner:
                 checkpoints.mark_done(slice_, result)
             _merge(total, result, options.sample_size)
             repaired.append(slice_)
-            log.info("slice %d/%d repaired: %s", slice_ + 1, options.slices, result.counters)
+            log.info("%s; slice %d: %s", progress.slice_done(result.items()), slice_ + 1, result.counters)
 
         remaining_items = _with_slice(procedure.detect(spark, settings).items, procedure.slice_columns,
                                       options.slices).cache()

@@ -31,6 +31,19 @@ BLOB_STORE_EXTRA = {"blob_deduplication": "MAILSERVER_BLOB_DEDUPLICATION",
                     "blob_generation_duration": "MAILSERVER_BLOB_GENERATION_DURATION"}
 
 
+SPARK_LOG4J2_ENV = "MAILPLATFORM_SPARK_LOG4J2"
+DEFAULT_SPARK_LOG4J2 = Path(__file__).resolve().parents[3] / "include" / "spark" / "log4j2.properties"
+
+
+def spark_log_conf() -> dict[str, str]:
+    """Spark's own logging at WARN in the task log (``include/spark/log4j2.properties``, or the file
+    ``MAILPLATFORM_SPARK_LOG4J2`` names): the platform's progress and summary stay readable."""
+    path = Path(os.environ.get(SPARK_LOG4J2_ENV) or DEFAULT_SPARK_LOG4J2)
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{path}",
+            # Once the context is up (and for executors' log lines relayed to the driver) as well.
+            "spark.log.level": "WARN"}
+
+
 class SparkJobOperator(SparkSubmitOperator):
     # The Cassandra connection may come from a param ("{{ params.cassandra_conn_id }}").
     template_fields = (*SparkSubmitOperator.template_fields, "cassandra_conn_id")
@@ -66,7 +79,7 @@ class SparkJobOperator(SparkSubmitOperator):
         self.maintenance_window = maintenance_window
 
     def _connection_settings(self) -> tuple[dict[str, str], list[str], dict[str, str]]:
-        conf: dict[str, str] = {"spark.ui.enabled": "false"}
+        conf: dict[str, str] = {"spark.ui.enabled": "false", **spark_log_conf()}
         args: list[str] = []
         env: dict[str, str] = {}
         cass = BaseHook.get_connection(self.cassandra_conn_id)
