@@ -176,8 +176,9 @@ class World:
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(provision, self.users))
         self.seed_seconds = time.perf_counter() - t0
-        self.server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager, repo,
-                                 subscriptions=subscriptions)
+        # Every bench client comes from 127.0.0.1: the per-address cap would refuse the 51st.
+        self.server = ImapServer(ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None), ctx.manager,
+                                 repo, subscriptions=subscriptions)
         self.thread = ImapServerThread(self.server).start()
         self._cleanup.insert(0, self.thread.stop)
 

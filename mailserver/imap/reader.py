@@ -4,11 +4,16 @@ Limits are enforced before data is kept, so an oversized command costs no memory
 
 * a line longer than ``max_line_length`` is skipped up to its end (``LineTooLong``);
 * a synchronizing literal ``{n}`` over the limit is refused *before* the ``+`` continuation,
-  so the client never sends it (``LiteralTooLarge``); a non-synchronizing one ``{n+}`` (RFC
-  7888) is read and thrown away in chunks;
-* APPEND may carry one message-sized literal (``max_append_size``), spooled to a temporary
-  file past 1 MiB; every other literal is bounded by ``max_literal_size``, and the whole
-  command by a few of them.
+  so the client never sends it (``LiteralTooLarge``);
+* a non-synchronizing literal ``{n+}`` over 4,096 octets (the LITERAL- cap, RFC 7888) or over
+  the limit is refused too (``NonSyncLiteralRefused``), unread: its octets are already on
+  their way and cannot be told from commands, so the session ends the connection;
+* before login every literal, and the whole command's, is bounded by
+  ``max_literal_size_before_login`` (a few KiB: a password), so an unauthenticated client costs
+  neither memory nor disk;
+* after login APPEND may carry one message-sized literal (``max_append_size``), spooled to a
+  temporary file past 1 MiB; every other literal is bounded by ``max_literal_size``, and the
+  whole command by a few of them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from mailserver.imap.parser import Literal
 CHUNK = 64 * 1024
 SPOOL_IN_MEMORY = 1024 * 1024
 CONTINUE = b"+ Ready for literal data\r\n"
+LITERAL_MINUS_MAX = 4096   # RFC 7888: the largest non-synchronizing literal a LITERAL- server takes
 _LITERAL = re.compile(rb"\{(\d{1,12})(\+?)\}$")
 _HEAD = re.compile(rb"^(\S+) +(?:(UID) +)?([A-Za-z]+)")
 MAX_LITERALS_PER_COMMAND = 32
@@ -45,18 +51,25 @@ class LiteralTooLarge(CommandTooLarge):
     pass
 
 
+class NonSyncLiteralRefused(LiteralTooLarge):
+    """A refused non-synchronizing literal: the connection cannot go on (its octets follow unasked)."""
+
+
 class ConnectionClosed(Exception):
     pass
 
 
 class CommandReader:
     def __init__(self, reader: asyncio.StreamReader, send: Callable[[bytes], Awaitable[None]], *,
-                 max_line_length: int, max_literal_size: int, max_append_size: int) -> None:
+                 max_line_length: int, max_literal_size: int, max_append_size: int,
+                 max_literal_size_before_login: int, authenticated: Callable[[], bool]) -> None:
         self.reader = reader
         self.send = send
         self.max_line_length = max_line_length
         self.max_literal_size = max_literal_size
         self.max_append_size = max_append_size
+        self.max_literal_size_before_login = max_literal_size_before_login
+        self.authenticated = authenticated
 
     async def read_line(self) -> bytes:
         """One line without its CRLF (a bare LF is accepted); LineTooLong after skipping it."""
@@ -93,7 +106,14 @@ class CommandReader:
         head = _HEAD.match(line)
         tag = head.group(1).decode("ascii", "replace") if head else None
         command = head.group(3).decode("ascii").upper() if head else None
-        big_allowed = command == "APPEND"
+        authenticated = self.authenticated()
+        big_allowed = command == "APPEND" and authenticated
+        if authenticated:
+            limit = self.max_append_size if big_allowed else self.max_literal_size
+            total_limit, when = limit + self.max_literal_size, ""
+        else:
+            limit = total_limit = self.max_literal_size_before_login
+            when = " before login"
         total = 0
         try:
             while True:
@@ -105,13 +125,13 @@ class CommandReader:
                     raise LiteralTooLarge(f"more than {MAX_LITERALS_PER_COMMAND} literals in one command", tag,
                                           command)
                 size, non_sync = int(match.group(1)), bool(match.group(2))
-                limit = self.max_append_size if big_allowed else self.max_literal_size
                 total += size
-                if size > limit or total > limit + self.max_literal_size:
-                    if non_sync:  # the client sends it anyway: read it into the void
-                        await self._discard(size)
-                        await self._skip_rest_of_command()
-                    raise LiteralTooLarge(f"literal of {size} octets exceeds the limit of {limit}", tag, command)
+                if non_sync and size > LITERAL_MINUS_MAX:
+                    raise NonSyncLiteralRefused(f"non-synchronizing literal of {size} octets exceeds the LITERAL- "
+                                                f"limit of {LITERAL_MINUS_MAX}; send it synchronizing", tag, command)
+                if size > limit or total > total_limit:
+                    refused = NonSyncLiteralRefused if non_sync else LiteralTooLarge
+                    raise refused(f"literal of {size} octets exceeds the limit of {limit}{when}", tag, command)
                 if not non_sync:
                     await self.send(CONTINUE)
                 segments.append(await self._read_literal(size, spool=big_allowed and size > SPOOL_IN_MEMORY))
@@ -139,25 +159,3 @@ class CommandReader:
             return Literal(file=file, size=size)  # type: ignore[arg-type]
         except asyncio.IncompleteReadError as exc:
             raise ConnectionClosed() from exc
-
-    async def _discard(self, size: int) -> None:
-        remaining = size
-        try:
-            while remaining:
-                remaining -= len(await self.reader.readexactly(min(CHUNK, remaining)))
-        except asyncio.IncompleteReadError as exc:
-            raise ConnectionClosed() from exc
-
-    async def _skip_rest_of_command(self) -> None:
-        """After a discarded non-synchronizing literal: the rest of the command, with its own literals."""
-        while True:
-            try:
-                line = await self.read_line()
-            except LineTooLong:
-                return
-            match = _LITERAL.search(line)
-            if match is None:
-                return
-            if not match.group(2):  # synchronizing: the client waits for a + we never send
-                return
-            await self._discard(int(match.group(1)))

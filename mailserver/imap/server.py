@@ -4,8 +4,9 @@
 ``ImapServerThread`` runs one in a background thread with its own loop, like
 ``SmtpServerThread`` (the ``imap`` role of ``mailserver serve``, tests).
 
-Refusals at connection time answer ``* BYE`` and close: beyond ``max_connections`` sessions and
-while the cluster is in maintenance mode (``maintenance()`` true). Logs carry James's MDC
+Refusals at connection time answer ``* BYE`` and close: beyond ``max_connections`` sessions, beyond
+``max_connections_per_ip`` from one client address (the caps SMTP has, ``runtime.connection_caps``)
+and while the cluster is in maintenance mode (``maintenance()`` true). Logs carry James's MDC
 fields ``protocol``=IMAP, ``ip``, ``sessionId`` and, once authenticated, ``user``.
 
 LOGIN and AUTHENTICATE go through the process's ``AuthThrottle`` (``security.auth_throttle``): growing
@@ -32,6 +33,7 @@ from mailserver.imap.subscriptions import MemorySubscriptionStore, SubscriptionS
 from mailserver.imap.watcher import MailboxWatcher
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.observability.metrics import Metrics
+from mailserver.runtime.connection_caps import ConnectionCaps
 from mailserver.runtime.server_thread import AsyncServerThread
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
@@ -52,6 +54,7 @@ class ImapServer:
         self.auth_throttle = auth_throttle or AuthThrottle.off()
         self.tls_context = config.tls_context()
         self.sessions: set[Session] = set()
+        self.caps = ConnectionCaps(config.max_connections, config.max_connections_per_ip)
         self.in_flight = 0
         self.pool: ThreadPoolExecutor | None = None
         self.watcher: MailboxWatcher = MailboxWatcher(self._probe, config.idle_poll_interval)
@@ -85,6 +88,7 @@ class ImapServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = Session(self, reader, writer)
         self.sessions.add(session)
+        self.caps.opened(session.ip)
         self.count("imapConnections")
         task = asyncio.current_task()
         if task is not None:
@@ -94,6 +98,7 @@ class ImapServer:
         except asyncio.CancelledError:   # server stopping: end quietly (asyncio would log the cancellation)
             session.close()
         finally:
+            self.caps.closed(session.ip)
             self.sessions.discard(session)
             if task is not None:
                 self._tasks.discard(task)

@@ -27,7 +27,7 @@ from mailserver import randomness
 from mailserver.imap.commands_mailboxes import MailboxCommands
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
-from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge
+from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge, NonSyncLiteralRefused
 from mailserver.imap.response import quoted
 from mailserver.imap.search import BadCharset
 from mailserver.imap.selected import SelectedMailbox
@@ -43,8 +43,9 @@ from mailserver.mailbox.errors import (
 )
 from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.model.address import InvalidAddress, Username
-from mailserver.model.mailbox import InvalidMailboxName, MailboxPath
+from mailserver.model.mailbox import InvalidMailboxName, MailboxPath, printable
 from mailserver.observability.logging import mdc
+from mailserver.runtime.connection_caps import Over
 
 if TYPE_CHECKING:
     from mailserver.imap.server import ImapServer
@@ -114,7 +115,9 @@ class Session(MailboxCommands, MessageCommands):
         self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else None
         self.commands = CommandReader(reader, self.send, max_line_length=self.config.max_line_length,
                                       max_literal_size=self.config.max_literal_size,
-                                      max_append_size=self.config.max_append_size)
+                                      max_append_size=self.config.max_append_size,
+                                      max_literal_size_before_login=self.config.max_literal_size_before_login,
+                                      authenticated=lambda: self.state is not State.NOT_AUTHENTICATED)
 
     # -- plumbing ----------------------------------------------------------------------------------
     async def send(self, data: bytes) -> None:
@@ -137,6 +140,18 @@ class Session(MailboxCommands, MessageCommands):
             return MailboxPath.of(self.user, name)
         except InvalidMailboxName as exc:
             raise No(str(exc), "CANNOT") from None
+
+    @property
+    def idle_timeout(self) -> float:
+        """Seconds a client may stay silent: short before login (nobody accountable yet), RFC 3501's after."""
+        if self.state is State.NOT_AUTHENTICATED:
+            return self.config.idle_timeout_before_login
+        return self.config.idle_timeout
+
+    def idle_bye(self) -> Bye:
+        if self.state is State.NOT_AUTHENTICATED:
+            return Bye(f"Autologout; no login after {self.config.idle_timeout_before_login:g} seconds idle")
+        return Bye("Autologout; idle for too long")
 
     @property
     def auth_allowed(self) -> bool:
@@ -172,10 +187,13 @@ class Session(MailboxCommands, MessageCommands):
 
     async def _refused(self) -> bool:
         server = self.server
-        if len(server.sessions) > self.config.max_connections:
+        over = server.caps.over(self.ip)
+        if over is not None:
             server.count("imapConnectionsRefused")
-            log.info("IMAP connection refused: too many connections (%d)", len(server.sessions))
-            await self._bye("[UNAVAILABLE] Too many connections, try again later")
+            log.info("IMAP connection refused: too many connections (%d, %d from %s)", server.caps.count(),
+                     server.caps.count(self.ip), self.ip)
+            await self._bye("[UNAVAILABLE] Too many connections from your address, try again later"
+                            if over is Over.ADDRESS else "[UNAVAILABLE] Too many connections, try again later")
             return True
         if server.maintenance is not None:
             try:
@@ -203,9 +221,13 @@ class Session(MailboxCommands, MessageCommands):
     async def _loop(self) -> None:
         while self.state is not State.LOGOUT:
             try:
-                segments = await asyncio.wait_for(self.commands.read_command(), self.config.idle_timeout)
+                segments = await asyncio.wait_for(self.commands.read_command(), self.idle_timeout)
             except TimeoutError:
-                raise Bye("Autologout; idle for too long") from None
+                raise self.idle_bye() from None
+            except NonSyncLiteralRefused as exc:   # RFC 7888 section 4: never read its octets as commands
+                self.server.count("imapCommandsBad")
+                await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
+                raise Bye("Refused non-synchronizing literal; closing the connection") from None
             except LineTooLong as exc:
                 self.server.count("imapCommandsBad")
                 await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
@@ -250,7 +272,8 @@ class Session(MailboxCommands, MessageCommands):
             self.server.count("imapCommandsBad")
         elif status.startswith("NO"):
             self.server.count("imapCommandsNo")
-        await self.send(f"{command.tag} {status}\r\n".encode())
+        # One line whatever a message quotes (a mailbox name, James's "forbidden characters %*\r\n").
+        await self.send(f"{command.tag} {printable(status)}\r\n".encode())
         if self.state is State.LOGOUT:
             self.close()
 
@@ -375,7 +398,10 @@ class Session(MailboxCommands, MessageCommands):
             return "NO [PRIVACYREQUIRED] Authentication is disabled before STARTTLS"
         if initial is None:
             await self.send(b"+ \r\n")
-            line = await asyncio.wait_for(self.commands.read_line(), self.config.idle_timeout)
+            try:
+                line = await asyncio.wait_for(self.commands.read_line(), self.idle_timeout)
+            except TimeoutError:
+                raise self.idle_bye() from None
             if line.strip() == b"*":
                 return "BAD Authentication cancelled"
             initial = line.decode("ascii", "replace").strip()

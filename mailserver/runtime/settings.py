@@ -223,7 +223,14 @@ class ServeSettings:
             tls_key=read.optional("MAILSERVER_IMAP_TLS_KEY") or smtp.tls_key,
             max_append_size=read.size("MAILSERVER_IMAP_APPEND_LIMIT", smtp.max_message_size or 25 * 1024**2),
             max_connections=read.integer("MAILSERVER_IMAP_MAX_CONNECTIONS", 1000),
+            # 0 lifts the cap; unset keeps ImapConfig's default (50 sessions per client address)
+            max_connections_per_ip=read.cap("MAILSERVER_IMAP_MAX_CONNECTIONS_PER_IP",
+                                            ImapConfig.max_connections_per_ip),
+            max_literal_size_before_login=read.size("MAILSERVER_IMAP_LITERAL_LIMIT_BEFORE_LOGIN",
+                                                    ImapConfig.max_literal_size_before_login),
             idle_timeout=float(read.integer("MAILSERVER_IMAP_IDLE_TIMEOUT_SECONDS", 1800)),
+            idle_timeout_before_login=float(read.positive("MAILSERVER_IMAP_IDLE_TIMEOUT_BEFORE_LOGIN_SECONDS",
+                                                          int(ImapConfig.idle_timeout_before_login))),
             idle_poll_interval=float(read.integer("MAILSERVER_IMAP_IDLE_POLL_MS", 2000)) / 1000,
         )
         mx = read.optional("MAILSERVER_MX_STATIC")

@@ -7,8 +7,10 @@ import ssl
 
 
 class RawImap:
-    def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 10.0, source: str | None = None) -> None:
+        """``source``: the client address (any 127.x.y.z on Linux), to be another client for the server."""
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.file = self.sock.makefile("rb")
         self.greeting = self.line()
 
