@@ -17,6 +17,8 @@ to pass every reply through ``with_status_code``:
 
 from __future__ import annotations
 
+import re
+
 # (reply prefix, code) for aiosmtpd 1.4.6's replies without one; the first matching prefix wins.
 _AIOSMTPD: tuple[tuple[str, str], ...] = (
     ("250 OK", "2.0.0"),
@@ -45,18 +47,23 @@ _AIOSMTPD: tuple[tuple[str, str], ...] = (
 )
 
 
+_BY_CODE: dict[str, tuple[tuple[str, str], ...]] = {
+    reply[:3]: tuple(entry for entry in _AIOSMTPD if entry[0][:3] == reply[:3]) for reply, _ in _AIOSMTPD}
+# ``NNN`` and a blank or dash, then ``class.subject.detail`` (RFC 3463); fixed widths, no backtracking
+_CODED = re.compile(r"\d{3}[ -][245]\.\d{1,3}\.\d{1,3}(?: |\Z)")
+
+
 def has_status_code(reply: str) -> bool:
-    """``NNN`` and a blank or dash, then ``class.subject.detail`` (RFC 3463)."""
-    parts = reply[4:].split(" ", 1)[0].split(".")
-    return len(parts) == 3 and parts[0] in ("2", "4", "5") and all(p.isdigit() and len(p) <= 3 for p in parts[1:])
+    return _CODED.match(reply) is not None
 
 
 def with_status_code(reply: str) -> str:
-    if len(reply) < 4 or not reply[:3].isdigit() or has_status_code(reply):
+    """``reply`` with its enhanced status code; called for every reply, so the common cases are cheap."""
+    if has_status_code(reply):
         return reply
-    for prefix, code in _AIOSMTPD:
+    for prefix, code in _BY_CODE.get(reply[:3], ()):
         if reply.startswith(prefix):
             return f"{reply[:4]}{code} {reply[4:]}"
-    if reply[0] in ("4", "5"):
+    if reply[:1] in ("4", "5") and reply[1:3].isdigit() and reply[3:4] in (" ", "-"):
         return f"{reply[:4]}{reply[0]}.0.0 {reply[4:]}"
     return reply
