@@ -145,6 +145,15 @@ def _preview(raw: bytes) -> tuple[str, bool]:
     return " ".join(text.split())[:PREVIEW_LENGTH], has_attachment
 
 
+def body_text(raw: bytes, subtype: str) -> str | None:
+    """The decoded text of the message's first ``text/<subtype>`` part that is no attachment and not
+    inside an attached message (what ``email``'s ``get_body`` picks), over the bounded walk below."""
+    for part in leaf_parts(raw, into_messages=False):
+        if part.get_content_type() == f"text/{subtype}" and part.get_content_disposition() != "attachment":
+            return _text(part)
+    return None
+
+
 def _text(part: Message) -> str:
     """Decoded text; an unknown charset or a broken encoding gives UTF-8 with replacement characters."""
     content = part.get_payload(decode=True)
@@ -195,8 +204,9 @@ _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _HEADERS = BytesHeaderParser(policy=compat32)  # compat32: structure from plain strings, no lazy header parsing
 
 
-def leaf_parts(raw: bytes) -> Iterator[Message]:
-    """Leaf parts in document order, each with its (undecoded) body as payload."""
+def leaf_parts(raw: bytes, *, into_messages: bool = True) -> Iterator[Message]:
+    """Leaf parts in document order, each with its (undecoded) body as payload; attached messages
+    are descended, or yielded as leaves when not ``into_messages``."""
     stack: list[tuple[bytes, int]] = [(raw, 0)]
     visited = 0
     while stack and visited < MAX_PARTS:
@@ -204,7 +214,7 @@ def leaf_parts(raw: bytes) -> Iterator[Message]:
         visited += 1
         part, body = _parse_part(data)
         ctype = part.get_content_type()
-        if part.get_content_maintype() == "multipart" or ctype in _CONTAINED_MESSAGES:
+        if part.get_content_maintype() == "multipart" or (into_messages and ctype in _CONTAINED_MESSAGES):
             if depth < MAX_DEPTH:  # deeper containers are skipped: nothing in them counts
                 children = [body] if ctype in _CONTAINED_MESSAGES else _children(body, part.get_boundary(),
                                                                                   MAX_PARTS - visited)

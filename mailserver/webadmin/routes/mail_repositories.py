@@ -16,12 +16,13 @@ import re
 import urllib.parse
 from collections.abc import Callable
 from datetime import UTC, datetime
-from email.message import EmailMessage
+from email.parser import BytesParser
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from mailserver.mailbox.content import body_text
 from mailserver.model.java_numbers import loads
 from mailserver.model.mail import Mail
 from mailserver.queue.api import SPOOL, MailQueueFactory
@@ -175,16 +176,16 @@ class _Routes:
         if "messageSize" in fields:
             body["messageSize"] = mail.content.size
         if {"headers", "textBody", "htmlBody"} & set(fields):
-            message = email.message_from_bytes(self.raw(mail), policy=email.policy.default)
-            if "headers" in fields:
+            raw = self.raw(mail)
+            if "headers" in fields:   # the header only: email's full parser recurses once per MIME level
+                message = BytesParser(policy=email.policy.default).parsebytes(raw, headersonly=True)
                 headers: dict[str, list[str]] = {}
                 for name, value in message.items():
                     headers.setdefault(name, []).append(str(value))
                 body["headers"] = headers
             for name, subtype in (("textBody", "plain"), ("htmlBody", "html")):
                 if name in fields:
-                    part = message.get_body(preferencelist=(subtype,)) if isinstance(message, EmailMessage) else None
-                    body[name] = part.get_content() if part is not None else None
+                    body[name] = body_text(raw, subtype)
         return body
 
     # ------------------------------------------------------------------ writes
