@@ -17,6 +17,7 @@ from mailserver.model.mailbox import MailboxPath
 from mailserver.model.quota import QuotaRoot, QuotaUsage
 from mailserver.users.cassandra import CassandraUsersRepository
 from tests.unit.imap.imap_sessions import NOTE, REPORT, imapclient_session, imaplib_session, quota_of
+from tests.unit.imap.raw_client import RawImap
 
 pytestmark = pytest.mark.integration
 PASSWORD = "s3cret-Passw0rd"
@@ -99,3 +100,21 @@ def test_idle_sees_a_delivery_and_flags_follow_in_cql(imap, cassandra):
     client.fetch("1", "(BODY[])")
     assert cql_counters(cassandra, ctx, inbox) == (1, 0), "FETCH BODY[] sets \\Seen: the unseen counter follows"
     client.logout()
+
+
+def test_names_with_control_characters_never_reach_cassandra(imap, cassandra):
+    _, users, domain, port = imap
+    user = f"carol@{domain}"
+    users.add_user(user, PASSWORD)
+    raw = RawImap(port)
+    assert raw.command(b"l", b"LOGIN " + user.encode() + b" " + PASSWORD.encode())[-1].startswith(b"l OK")
+    raw.send(b"a CREATE {5}\r\n")
+    assert raw.line() == b"+ Ready for literal data\r\n"
+    raw.send(b"a\x00b.c\r\n")
+    assert raw.until_tagged(b"a")[-1].startswith(b"a NO [CANNOT] mailbox name 'a\\x00b.c' contains a control character")
+    assert raw.command(b"c", b"CREATE Work")[-1] == b"c OK CREATE completed\r\n"
+    assert raw.command(b"r", b'RENAME Work "Play\x1b"')[-1].startswith(b"r NO [CANNOT]")
+    rows = cassandra.execute("SELECT mailboxName FROM mailboxPathV3 WHERE namespace = ? AND user = ?",
+                             ("#private", user))
+    assert sorted(r["mailboxname"] for r in rows) == ["INBOX", "Work"]
+    raw.close()
