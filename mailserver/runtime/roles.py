@@ -232,7 +232,7 @@ class WebAdminRole(Role):
         from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
         from mailserver.webadmin.app import create_app
         from mailserver.webadmin.context import WebAdminContext
-        from mailserver.webadmin.server import ServerConfig
+        from mailserver.webadmin.server import ServerConfig, uvicorn_config
 
         config = ServerConfig.from_env(env)
         if config.host not in ("127.0.0.1", "::1", "localhost"):
@@ -249,10 +249,11 @@ class WebAdminRole(Role):
                                                                                backends.bus.names),
                                   topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
                                   subscriptions=backends.subscriptions, vault=vault,
-                                  auth_throttle=backends.auth_throttle)
+                                  auth_throttle=backends.auth_throttle,
+                                  max_header_bytes=config.max_header_bytes, max_headers=config.max_headers,
+                                  docs=config.docs)
         app = create_app(context)
-        self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_config=None,
-                                                    access_log=False))
+        self.server = uvicorn.Server(uvicorn_config(app, config, log_config=None, access_log=False))
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:

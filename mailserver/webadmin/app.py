@@ -20,9 +20,10 @@ from mailserver.observability.checks import MaintenanceHealthCheck
 from mailserver.observability.health import HealthCheckRunner
 from mailserver.observability.logging import mdc
 from mailserver.security.auth_throttle import AuthThrottle
-from mailserver.webadmin import auth_throttling, errors
+from mailserver.webadmin import auth_throttling, docs, errors
 from mailserver.webadmin.auth import Authenticator, is_public
 from mailserver.webadmin.context import WebAdminContext
+from mailserver.webadmin.header_limits import HeaderLimitsMiddleware
 from mailserver.webadmin.json_body import JsonBodyMiddleware
 from mailserver.webadmin.routes import (
     address,
@@ -49,10 +50,12 @@ log = logging.getLogger(__name__)
 def create_app(ctx: WebAdminContext) -> FastAPI:
     assert ctx.guard is not None and ctx.metrics is not None   # set by WebAdminContext.__post_init__
     guard, metrics = ctx.guard, ctx.metrics
-    app = FastAPI(title="mailserver WebAdmin", version=__version__,
+    # FastAPI's own /docs and /redoc load their assets from public CDNs: docs.install serves /docs offline.
+    app = FastAPI(title="mailserver WebAdmin", version=__version__, docs_url=None, redoc_url=None,
                   description="Apache James compatible WebAdmin API of the distributed mail server.")
     app.state.ctx = ctx
     errors.install(app)
+    docs.install(app, enabled=ctx.docs)
     app.add_middleware(JsonBodyMiddleware)
 
     checks = list(ctx.health_checks)
@@ -126,4 +129,6 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
                     template = getattr(route, "path", None) or "unmatched"
                     metrics.requests.labels(method, template, str(status)).observe(time.perf_counter() - start)
 
+    # Outermost (added last): an oversized head is refused before logging context, auth or any route.
+    app.add_middleware(HeaderLimitsMiddleware, max_header_bytes=ctx.max_header_bytes, max_headers=ctx.max_headers)
     return app

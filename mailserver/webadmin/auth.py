@@ -28,7 +28,7 @@ from pathlib import Path
 
 import jwt
 
-PUBLIC_PREFIXES = ("/healthcheck",)
+PUBLIC_PREFIXES = ("/healthcheck", "/docs/assets")   # the browser fetches /docs's assets without credentials
 PUBLIC_PATHS = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 READ_METHODS = frozenset({"GET", "HEAD"})
 INVALID_BEARER = "Invalid Bearer header."

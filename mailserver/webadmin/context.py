@@ -14,6 +14,7 @@ from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
 from mailserver.webadmin.auth import AuthConfig
+from mailserver.webadmin.header_limits import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS
 
 if TYPE_CHECKING:   # type hints only: the context stays importable without the optional packages
     from mailserver.airflow.api import DagRuns
@@ -62,6 +63,10 @@ class WebAdminContext:
     mailboxes: MailboxManager | None = None
     subscriptions: SubscriptionStore | None = None      # ?task=subscribeAll on /users/{u}/mailboxes
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
+    # Request heads: 431 past these (server.ServerConfig reads them from the environment).
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    max_headers: int = DEFAULT_MAX_HEADERS
+    docs: bool = True                                   # /docs (Swagger UI, assets served from the package)
     # Authentication failures delay, then refuse (429), their address; None: not throttled. ``serve``
     # shares the process's throttle with IMAP and SMTP.
     auth_throttle: AuthThrottle | None = None

@@ -6,7 +6,11 @@ Environment:
   expose it) and ``MAILSERVER_WEBADMIN_PORT`` (default ``8000``);
 * authentication, see ``AuthConfig.from_env`` (refuses to start without any);
 * backends through the shared names: ``CASSANDRA_*``, ``S3_*``, ``OPENSEARCH_URL``, ``AMQP_URL``;
-* ``MAILSERVER_LOG_FORMAT`` (``console``/``json``) and ``MAILSERVER_LOG_LEVELS``.
+* ``MAILSERVER_LOG_FORMAT`` (``console``/``json``) and ``MAILSERVER_LOG_LEVELS``;
+* ``MAILSERVER_WEBADMIN_MAX_HEADER_BYTES`` (default 16384: request line and header fields) and
+  ``MAILSERVER_WEBADMIN_MAX_HEADERS`` (default 100): past either, ``431`` (``header_limits``);
+  a head still incomplete past the byte limit is cut by the HTTP parser (``400``, connection closed);
+* ``MAILSERVER_WEBADMIN_DOCS`` (default ``true``): ``false`` serves no ``/docs`` page.
 """
 
 from __future__ import annotations
@@ -15,13 +19,19 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from mailserver.webadmin.auth import AuthConfig
+from mailserver.webadmin.header_limits import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -29,10 +39,43 @@ class ServerConfig:
     host: str
     port: int
     auth: AuthConfig
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    max_headers: int = DEFAULT_MAX_HEADERS
+    docs: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:
         env = os.environ if env is None else env
         return cls(env.get("MAILSERVER_WEBADMIN_HOST", DEFAULT_HOST),
                    int(env.get("MAILSERVER_WEBADMIN_PORT", str(DEFAULT_PORT))),
-                   AuthConfig.from_env(env))
+                   AuthConfig.from_env(env),
+                   max_header_bytes=_positive(env, "MAILSERVER_WEBADMIN_MAX_HEADER_BYTES", DEFAULT_MAX_HEADER_BYTES),
+                   max_headers=_positive(env, "MAILSERVER_WEBADMIN_MAX_HEADERS", DEFAULT_MAX_HEADERS),
+                   docs=_flag(env, "MAILSERVER_WEBADMIN_DOCS", True))
+
+
+def uvicorn_config(app: Any, config: ServerConfig, **options: Any) -> uvicorn.Config:
+    """The server of ``app``: h11, whose parser bounds an incomplete request head (httptools has no such
+    limit), at the configured head size; ``options`` as ``uvicorn.Config`` takes them."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=config.host, port=config.port, http="h11",
+                          h11_max_incomplete_event_size=config.max_header_bytes, **options)
+
+
+def _positive(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name}: {raw!r} is not a positive whole number")
+    return int(raw)
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in _TRUE | _FALSE:
+        raise ValueError(f"{name}: {raw!r} is not a boolean (true or false)")
+    return raw in _TRUE

@@ -12,7 +12,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-from mailserver.model.java_numbers import JAVA_INT_MAX, JAVA_LONG_MAX
 from mailserver.model.quota import LimitKey, QuotaLimits
 from mailserver.webadmin.app import create_app
 from tests.unit.webadmin.event_bus_support import event_bus_context, group
@@ -20,6 +19,7 @@ from tests.unit.webadmin.mailbox_webadmin_support import MailboxAdmin, add_user,
 from tests.unit.webadmin.task_support import task_context
 from tests.unit.webadmin.webadmin_support import FULL, error
 
+JAVA_INT_MAX, JAVA_LONG_MAX = 2**31 - 1, 2**63 - 1
 HUGE = "9" * 5000          # past Python's 4,300-digit int conversion limit
 OVER_INT = str(JAVA_INT_MAX + 1)
 OVER_LONG = str(JAVA_LONG_MAX + 1)
