@@ -38,7 +38,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mailserver.observability.metrics import Metrics
 from mailserver.security.failure_log import FailureLog, MemoryFailureLog
@@ -64,7 +64,6 @@ class Attempt:
     refused: bool = False
     retry_after: int = 0
     delay: float = 0.0
-    reported: bool = field(default=False, init=False)
 
     @property
     def refusal(self) -> str:
@@ -73,11 +72,9 @@ class Attempt:
         return f"Too many authentication failures, try again in {self.retry_after} {unit}"
 
     def failed(self) -> None:
-        self.reported = True
         self.throttle._failed(self)
 
     def succeeded(self) -> None:
-        self.reported = True
         self.throttle._succeeded(self)
 
 
@@ -126,7 +123,9 @@ class AuthThrottle:
             return Attempt(self, protocol, account, address)
         account_key = _account_key(account)
         address_key = self._address_key(address)
-        pair_key = f"{account_key} {address_key}" if account_key and address_key else None
+        # Each kind of key has its own prefix, and an address has no space: no account name the client
+        # chooses can be taken for another key (and count against someone else's account at an address).
+        pair_key = f"pair:{address_key} {account_key}" if account_key and address_key else None
         keys = tuple(k for k in (address_key, account_key, pair_key) if k)
         with self._lock:
             now = self.clock()

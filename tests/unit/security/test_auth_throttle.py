@@ -207,3 +207,11 @@ def test_the_memory_log_keeps_the_last_times_of_a_key_and_drops_expired_ones():
     assert failures.recent("k", since=4.0) == [5.0]
     assert failures.recent("k", since=5.0) == []
     assert len(failures) == 0
+
+
+def test_an_account_name_crafted_as_a_key_does_not_count_against_the_owner_at_their_address():
+    t = Throttled()
+    crafted = f"{ACCOUNT} ip:{OWNER_ADDRESS}"   # what the owner's account-at-address counter would be named
+    for n in range(10):
+        t.login(crafted, f"203.0.113.{n}")
+    assert not t.login(ACCOUNT, OWNER_ADDRESS, ok=True).refused
