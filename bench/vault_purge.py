@@ -1,26 +1,32 @@
-"""Vault purge throughput: the purge_deleted_messages_vault job against raw scans of ``deletedMessageMetadata``.
+"""Vault purge throughput: the purge_deleted_messages_vault job against its ceilings, measured in the same run.
 
     .venv/bin/python bench/vault_purge.py [--entries 100000] [--seed s3|disk] [--concurrency 8] [--record]
 
 Seeds a throw-away keyspace and S3 buckets of a prefix of its own with ``--entries`` vault entries
 spread over 18 months (tests/support/vault_seed.py: the adapter's statements, small contents), the
-12 oldest months expired by ``--beginning-of-retention``. Then, Spark ``local[2]`` in this process
-(JVM start-up excluded):
+12 oldest months expired by ``--beginning-of-retention``. Each content object of an expired month is
+also written, same key and bytes, into a *shadow* bucket that nothing references. Then, Spark
+``local[2]`` in this process (JVM start-up excluded):
 
-1. raw scan, Spark: the connector's read of ``deletedMessageMetadata`` (the columns the job's
-   detection reads, token-range splits), grouped per month: the job's read path without its filter
-   and repair;
+1. raw scan, Spark: the connector's read of ``deletedMessageMetadata`` (bucket, owner, message id;
+   token-range splits), grouped per month;
 2. raw scan, CQL: a plain paged ``SELECT`` with the Python driver (5,000 rows a page), one client;
-3. the job's procedure, no rate limit, ``--slices`` slices, ``--concurrency`` entries in flight per
-   partition (the job's option; 1 = one entry at a time): detection, per entry the metadata
-   re-read, the content delete (S3), the ``storageInformation`` and metadata deletes, then the
-   verifying detection and the months dropped.
+3. raw bulk delete, S3: the shadow copies of the expired objects, by ``DeleteObjects`` of 1,000 keys
+   (the keys known beforehand, no listing) with as many requests in flight as the purge can have
+   (two Spark tasks times ``--concurrency``), then the shadow buckets themselves;
+4. the purge, no rate limit, ``--slices`` slices, ``--concurrency`` groups of owner partitions in
+   flight per task: months from ``userPerBucket``, per owner partition the read, the contents
+   (``DeleteObjects``), the ``storageInformation`` rows (batched) and the partition, then each
+   month's bucket and listing, and the verification.
+
+Then the result is checked exactly (every expired row, storage row, listing and object gone, every
+kept one there) and the ratios printed: the purge's entries/s over each ceiling's rows/s.
 
 Seeding (``--seed``): the CQL rows are always written with the adapter's own statements
 (``execute_concurrent``, 64 in flight). The content objects are
 
 * ``s3`` (default): S3 PUTs through the endpoint, 16 threads. S3Proxy's PUTs are the limit
-  (~364 entries/s on a quiet machine, 73 under load: a million entries would take 46 min or more);
+  (~364 entries/s on a quiet machine, 73 under load);
 * ``disk``: a **seeding shortcut** for the local stack only: each object is written straight into
   S3Proxy's filesystem backend (``jclouds.provider=filesystem-nio2``; ``jclouds.filesystem.basedir``
   read from ``$STACK_HOME/s3/s3proxy.conf``, or ``--s3proxy-basedir``), in the layout S3Proxy
@@ -30,14 +36,15 @@ Seeding (``--seed``): the CQL rows are always written with the adapter's own sta
   ``user.user.storage-tier``: ``STANDARD``). The buckets are still created through S3. Before
   seeding, one object written this way is listed, read (bytes and ETag) and deleted through the
   S3 API (so the directory is really the one the endpoint serves), and after seeding a few seeded
-  objects are checked through S3 (size, ETag). Only the seeding takes the shortcut: the purge
-  deletes every content object through the S3 API as in production, and the clean-up removes the
-  bucket directories left on disk. The report says which seeding was used.
+  objects are checked through S3 (size, ETag). Only the seeding takes the shortcut: the purge and
+  the raw delete delete every object through the S3 API as in production; the clean-up removes the
+  bucket directories left on disk, and the exactness check counts the kept objects on disk (S3Proxy
+  lists a directory of tens of thousands of objects at a few objects a second). The report says
+  which seeding was used.
 
 ``--record`` appends the figures to docs/benchmarks.md with the machine, the date and the load.
 
-A million entries (issue 14's figure):
-``.venv/bin/python bench/vault_purge.py --entries 1000000 --seed disk --concurrency 8``.
+A million entries: ``.venv/bin/python bench/vault_purge.py --entries 1000000 --seed disk``.
 """
 
 from __future__ import annotations
@@ -171,12 +178,45 @@ def cql_scan(session: CassandraSession) -> tuple[int, float]:
     return count, time.perf_counter() - started
 
 
-def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int) -> tuple[dict, float, float]:
-    """The job's report, its duration and the time its slices' repairs took (the rest: detections, months)."""
+class ShadowCopies:
+    """Writes each content object of an expired month twice: into its vault bucket and, same key and bytes, into a
+    shadow bucket nothing references, whose keys are kept for the raw bulk delete."""
+
+    def __init__(self, write: Any, vault_prefix: str, shadow_prefix: str, expired: set[str]) -> None:
+        self.write, self.vault_prefix, self.shadow_prefix, self.expired = write, vault_prefix, shadow_prefix, expired
+        self.keys: dict[str, list[str]] = {self.shadow_prefix + month: [] for month in expired}
+
+    def put(self, bucket: str, key: str, body: bytes) -> None:
+        self.write(bucket, key, body)
+        month = bucket[len(self.vault_prefix):]
+        if month in self.expired:
+            shadow = self.shadow_prefix + month
+            self.write(shadow, key, body)
+            self.keys[shadow].append(key)   # list.append is atomic: the seeding threads share it
+
+
+def raw_bulk_delete(client: Any, keys: dict[str, list[str]], in_flight: int) -> tuple[int, float]:
+    """The shadow copies deleted by DeleteObjects of 1,000 known keys, ``in_flight`` requests at once, then their
+    buckets: the S3 ceiling of the purge's content deletes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from spark_apps.common.s3_bulk import delete_keys, key_chunks
+
+    requests = [(bucket, chunk) for bucket, bucket_keys in keys.items() for chunk in key_chunks(bucket_keys)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(in_flight) as pool:
+        assert all(pool.map(lambda request: delete_keys(client, *request), requests))
+    for bucket in keys:
+        client.delete_bucket(Bucket=bucket)
+    return sum(len(k) for k in keys.values()), time.perf_counter() - started
+
+
+def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int) -> tuple[dict, float]:
+    """The job's real run (not a dry run), without a rate limit: its report and its duration."""
     from spark_apps.common.bookkeeping import ensure_tables
     from spark_apps.common.cql import CqlEndpoint
     from spark_apps.common.procedure import RunOptions
-    from spark_apps.jobs.purge_deleted_messages_vault import PurgeDeletedMessagesVault, PurgeRunner
+    from spark_apps.jobs.purge_deleted_messages_vault import MonthPurgeRunner, PurgeDeletedMessagesVault
 
     endpoint = CqlEndpoint(settings.cassandra_hosts, settings.cassandra_port, settings.keyspace)
     ensure_tables(endpoint.session())
@@ -186,21 +226,56 @@ def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int)
     running = procedure.configure(parser.parse_args(["--beginning-of-retention", BEGINNING,
                                                      "--bucket-prefix", prefix, "--concurrency", str(concurrency)]))
     options = RunOptions(f"bench-{uuid.uuid4().hex[:8]}", False, None, slices, "bench", None, None, None, 10)
-
-    class TimedRunner(PurgeRunner):
-        repairing = 0.0
-
-        def _repair_slice(self, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return super()._repair_slice(*args, **kwargs)
-            finally:
-                self.repairing += time.perf_counter() - started
-
-    runner = TimedRunner(procedure)
     started = time.perf_counter()
-    report = runner.run(spark, settings, endpoint, options, running)
-    return report, time.perf_counter() - started, runner.repairing
+    report = MonthPurgeRunner(procedure).run(spark, settings, endpoint, options, running)
+    return report, time.perf_counter() - started
+
+
+def expected_per_month(entries: int) -> dict[str, int]:
+    """The seeding's spread: entry ``i`` goes to month ``i % 18`` (tests/support/vault_seed.py)."""
+    from mailserver.vault.buckets import bucket_for
+
+    counts = {bucket_for(m): 0 for m in MONTHS}
+    for index, month in enumerate(MONTHS):
+        counts[bucket_for(month)] = len(range(index, entries, len(MONTHS)))
+    return counts
+
+
+def exactness(session: CassandraSession, client: Any, prefix: str, disk: S3ProxyDisk | None,
+              entries: int) -> list[str]:
+    """What differs from "every expired entry and object gone, every kept one there" (empty: exact)."""
+    from collections import Counter
+
+    from cassandra.query import SimpleStatement
+
+    from mailserver.vault.buckets import bucket_for
+
+    def counts(cql: str) -> Counter[str]:
+        rows = session.session.execute(SimpleStatement(cql, fetch_size=5000), timeout=120)
+        return Counter(r["bucketname"] for r in rows)
+
+    expected = {m: n for m, n in expected_per_month(entries).items() if n}
+    kept = {bucket_for(m): expected.get(bucket_for(m), 0) for m in MONTHS[12:]}
+    kept = {m: n for m, n in kept.items() if n}
+    problems = []
+    if (got := dict(counts("SELECT bucketName FROM deletedMessageMetadata"))) != kept:
+        problems.append(f"deletedMessageMetadata per month {got} != {kept}")
+    if (got := dict(counts("SELECT bucketName FROM storageInformation"))) != kept:
+        problems.append(f"storageInformation per month {got} != {kept}")
+    if (got := set(counts("SELECT bucketName FROM userPerBucket"))) != set(kept):
+        problems.append(f"userPerBucket months {sorted(got)} != {sorted(kept)}")
+    buckets = {b["Name"] for b in client.list_buckets().get("Buckets", []) if b["Name"].startswith(prefix)}
+    if (got := {b[len(prefix):] for b in buckets}) != set(kept):
+        problems.append(f"S3 buckets {sorted(got)} != {sorted(kept)}")
+    for month, n in kept.items():
+        if disk is not None:
+            objects = sum(1 for _ in (disk.basedir / (prefix + month)).iterdir())
+        else:
+            objects = sum(len(page.get("Contents", [])) for page in
+                          client.get_paginator("list_objects_v2").paginate(Bucket=prefix + month))
+        if objects != n:
+            problems.append(f"{month}: {objects} objects, {n} kept entries")
+    return problems
 
 
 def main() -> int:
@@ -209,8 +284,8 @@ def main() -> int:
     parser.add_argument("--owners", type=int, help="distinct owners (default: one per 1,000 entries)")
     parser.add_argument("--slices", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=8,
-                        help="the purge job's --concurrency: entries in flight per partition (default 8; 1 = one "
-                             "at a time, the job before it had the option)")
+                        help="the purge job's --concurrency: groups of owner partitions in flight per Spark task "
+                             "(default 8)")
     parser.add_argument("--seed", choices=("s3", "disk"), default="s3",
                         help="content objects by S3 PUTs (default) or written straight into S3Proxy's filesystem "
                              "backend (a seeding shortcut, local stack only; see above)")
@@ -233,7 +308,9 @@ def main() -> int:
     os.environ.update({"S3_ENDPOINT": ep.s3_endpoint, "S3_ACCESS_KEY": ep.s3_access_key,
                        "S3_SECRET_KEY": ep.s3_secret_key, "S3_REGION": ep.s3_region})
 
+    from mailserver.vault.buckets import bucket_for
     from spark_apps.common.cassandra_tables import read_table
+    from spark_apps.common.s3_bulk import use_content_md5
     from spark_apps.common.session import build_session
     from spark_apps.common.settings import JobSettings
 
@@ -248,22 +325,30 @@ def main() -> int:
     store = S3BlobStore(S3Config(endpoint_url=ep.s3_endpoint, access_key=ep.s3_access_key,
                                  secret_key=ep.s3_secret_key, region=ep.s3_region, bucket_prefix=f"bv{tag}-",
                                  default_bucket=f"bench-vault-{tag}"))
+    shadow_prefix = f"bs{tag}-"
     owners = [f"owner{n}@bench.example" for n in range(args.owners or max(1, args.entries // 1000))]
     settings = JobSettings("local[2]", ep.cassandra_hosts, ep.cassandra_port, config.keyspace, ep.s3_endpoint, None)
+    in_flight = 2 * args.concurrency   # the purge's two Spark tasks, each with --concurrency groups
+    client = use_content_md5(make_client(store.config))
     load_start = os.getloadavg()
     spark = None
     try:
         phases: dict[str, float] = {}
         if disk is not None:
-            disk.check_served(make_client(store.config), store.config.bucket_prefix + "probe-disk-seeding")
+            disk.check_served(client, store.config.bucket_prefix + "probe-disk-seeding")
             print(f"seeding contents straight into {disk.basedir} (checked through {ep.s3_endpoint})", flush=True)
+        expired_months = {bucket_for(m) for m in MONTHS[:12]}
+        for month in expired_months:
+            client.create_bucket(Bucket=shadow_prefix + month)
+        shadow = ShadowCopies(disk.put if disk is not None else
+                              (lambda bucket, key, body: client.put_object(Bucket=bucket, Key=key, Body=body)),
+                              store.config.bucket_prefix, shadow_prefix, expired_months)
         started = time.perf_counter()
-        seed_vault(session, store, MONTHS, args.entries, owners, keep=False, timings=phases,
-                   put_object=disk.put if disk is not None else None)
+        seed_vault(session, store, MONTHS, args.entries, owners, keep=False, timings=phases, put_object=shadow.put)
         seed_s = time.perf_counter() - started
         if disk is not None:
-            disk.check_samples(make_client(store.config))
-        print(f"seeded {args.entries:,} entries in {seed_s:.0f} s ({args.entries / seed_s:,.0f}/s; "
+            disk.check_samples(client)
+        print(f"seeded {args.entries:,} entries (and shadow copies of the expired contents) in {seed_s:.0f} s ("
               + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()) + ")", flush=True)
         spark = build_session("bench-vault-purge", settings, {"spark.driver.memory": args.driver_memory,
                                                               "spark.ui.showConsoleProgress": "false"})
@@ -273,12 +358,17 @@ def main() -> int:
         print(f"spark scan: {scanned:,} rows in {spark_s:.1f} s", flush=True)
         cql_rows, cql_s = cql_scan(session)
         print(f"cql scan: {cql_rows:,} rows in {cql_s:.1f} s", flush=True)
-        report, purge_s, repair_s = purge(spark, settings, store.config.bucket_prefix, args.slices,
-                                          args.concurrency)
+        raw_objects, raw_s = raw_bulk_delete(client, shadow.keys, in_flight)
+        print(f"raw bulk delete: {raw_objects:,} objects in {raw_s:.1f} s", flush=True)
+        report, purge_s = purge(spark, settings, store.config.bucket_prefix, args.slices, args.concurrency)
         deleted = report.get("deletedEntries", 0)
-        print(f"purge: {deleted:,} entries deleted in {purge_s:.0f} s ({deleted / purge_s:,.0f}/s, "
-              f"{report['outcome']}, job's durationSeconds {report['durationSeconds']}); its slices' repairs "
-              f"{repair_s:.0f} s ({deleted / repair_s:,.0f}/s)", flush=True)
+        print(f"purge: {deleted:,} entries deleted in {purge_s:.1f} s ({deleted / purge_s:,.0f}/s, "
+              f"{report['outcome']}, {len(report['deletedBuckets'])} months dropped; phases "
+              + ", ".join(f"{k} {v:.1f} s" for k, v in report["phaseSeconds"].items()) + ")", flush=True)
+        problems = exactness(session, client, store.config.bucket_prefix, disk, args.entries)
+        print("exact: " + ("yes" if not problems else "NO: " + "; ".join(problems)), flush=True)
+        rate, scan_rate, cql_rate, raw_rate = (deleted / purge_s, scanned / spark_s, cql_rows / cql_s,
+                                               raw_objects / raw_s)
         seeding = ("content objects written straight into S3Proxy's filesystem backend (`--seed disk`, a "
                    "seeding shortcut only: the purge deletes them through the S3 API), 16 threads"
                    if disk is not None else "S3 puts, 16 threads")
@@ -295,49 +385,61 @@ def main() -> int:
             + (" (the machine was busy before the run: absolute figures are low and noisy)" if load_start[0] > 4
                else " (the load during the run is its own: Spark's Python workers, Cassandra, S3Proxy)")
             + ". JVM start-up and the connector's first read excluded; seeding "
-            f"({seeding}; concurrent CQL inserts with the adapter's statements) took {seed_s:.0f} s "
-            f"({args.entries / seed_s:,.0f} entries/s: "
-            + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()) + ").",
+            f"({seeding}, with shadow copies of the expired contents; concurrent CQL inserts with the adapter's "
+            f"statements) took {seed_s:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()) + ").",
             "",
-            "| | entries | seconds | entries/s |",
-            "|---|---|---|---|",
-            f"| raw scan of `deletedMessageMetadata`, Spark connector (the job's read path), grouped per month "
-            f"| {scanned:,} | {spark_s:.1f} | {scanned / spark_s:,.0f} |",
+            "| | rows or objects | seconds | per second | purge / this |",
+            "|---|---|---|---|---|",
+            f"| raw scan of `deletedMessageMetadata`, Spark connector, grouped per month "
+            f"| {scanned:,} | {spark_s:.1f} | {scan_rate:,.0f} | **{rate / scan_rate:.2f}** |",
             f"| raw scan of `deletedMessageMetadata`, plain paged CQL (Python driver, one client) "
-            f"| {cql_rows:,} | {cql_s:.1f} | {cql_rows / cql_s:,.0f} |",
-            f"| purge job, no rate limit, {args.slices} slices, {args.concurrency} entries in flight per partition "
-            f"(detect, per entry: re-read, S3 delete, 2 CQL "
-            f"deletes; verify; {len(report['deletedBuckets'])} months dropped) | {deleted:,} deleted "
-            f"({report['outcome']}) | {purge_s:.0f} | **{deleted / purge_s:,.0f}** deleted "
-            f"({args.entries / purge_s:,.0f} scanned) |",
-            f"| of which the {args.slices} slices' repairs (the per-entry work, detections and months dropped "
-            f"excluded) | {deleted:,} | {repair_s:.0f} | {deleted / repair_s:,.0f} |",
+            f"| {cql_rows:,} | {cql_s:.1f} | {cql_rate:,.0f} | {rate / cql_rate:.2f} |",
+            f"| raw bulk delete of the same objects (shadow copies, `DeleteObjects` of 1,000 known keys, {in_flight} "
+            f"in flight, then the buckets) | {raw_objects:,} | {raw_s:.1f} | {raw_rate:,.0f} | {rate / raw_rate:.2f} |",
+            f"| purge job, no rate limit, {args.slices} slices, {args.concurrency} groups in flight per task "
+            f"({len(report['deletedBuckets'])} months dropped, {report['outcome']}; exact: "
+            f"{'yes' if not problems else 'NO'}) | {deleted:,} entries | {purge_s:.1f} | **{rate:,.0f}** | |",
+            "",
+            "The purge's phases (seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["phaseSeconds"].items())
+            + ".",
             "",
         ]
         print("\n".join(lines))
         if args.record:
             with (ROOT / "docs" / "benchmarks.md").open("a") as out:
                 out.write("\n" + "\n".join(lines))
-        return 0
+        return 0 if not problems and report["outcome"] == "COMPLETED" else 1
     finally:
         if spark is not None:
             spark.stop()
-        cleanup(session, config.keyspace, store, disk)
+        cleanup(session, config.keyspace, store, disk, shadow_prefix)
 
 
-def cleanup(session: CassandraSession, keyspace: str, store: S3BlobStore, disk: S3ProxyDisk | None) -> None:
+def cleanup(session: CassandraSession, keyspace: str, store: S3BlobStore, disk: S3ProxyDisk | None,
+            shadow_prefix: str) -> None:
     """The keyspace and the buckets of this run, each step tried even when another fails (a backend restarted
     by someone else's test run, say), every failure printed."""
     steps = [("keyspace", lambda: session.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)),
              ("cql session", session.close)]
     if disk is not None:
         steps.append(("bucket directories", lambda: disk.remove_buckets(store.config.bucket_prefix)))
+        steps.append(("shadow bucket directories", lambda: disk.remove_buckets(shadow_prefix)))
     steps.append(("buckets", lambda: [store.delete_bucket(b) for b in store.list_buckets()]))
+    steps.append(("shadow buckets", lambda: delete_buckets_of(make_client(store.config), shadow_prefix)))
     for what, step in steps:
         try:
             step()
         except Exception as exc:
             print(f"clean-up of the {what} failed, do it by hand: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def delete_buckets_of(client: Any, prefix: str) -> None:
+    """Buckets of ``prefix`` left (a run stopped before its raw delete), emptied first."""
+    from spark_apps.common.s3_bulk import drop_bucket, use_content_md5
+
+    for bucket in client.list_buckets().get("Buckets", []):
+        if bucket["Name"].startswith(prefix):
+            drop_bucket(use_content_md5(client), bucket["Name"])
 
 
 if __name__ == "__main__":

@@ -77,6 +77,10 @@ class CqlSession:
                     stmt = self._prepared[cql] = self.session.prepare(cql)
         return stmt
 
+    def prepared(self, cql: str) -> Any:
+        """The statement prepared once for this session, for callers that bind, page or batch it themselves."""
+        return self._statement(cql)
+
     def execute(self, cql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return list(self.session.execute(self._statement(cql), params))
 

@@ -29,25 +29,26 @@ class RateLimiter:
         self._last = clock()
         self._lock = threading.Lock()
 
-    def acquire(self) -> None:
-        """Block until one operation may run (thread-safe)."""
-        if self.rate is None:
+    def acquire(self, count: int = 1) -> None:
+        """Block until ``count`` operations may run (thread-safe). A batch larger than the burst waits for
+        the whole of it, so batches of any size keep the same average rate as single operations."""
+        if self.rate is None or count <= 0:
             return
         with self._lock:
-            self._take()
+            self._take(count)
 
-    def _take(self) -> None:
+    def _take(self, count: int) -> None:
         assert self.rate is not None
         now = self._clock()
         self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
         self._last = now
-        if self._tokens < 1:
-            wait = (1 - self._tokens) / self.rate
+        if self._tokens < count:
+            wait = (count - self._tokens) / self.rate
             self._sleep(wait)
             self._last = self._clock()
             self._tokens = 0.0
         else:
-            self._tokens -= 1
+            self._tokens -= count
 
 
 def share(rate: float | None, parallel_partitions: int) -> float | None:

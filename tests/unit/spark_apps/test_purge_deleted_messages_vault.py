@@ -1,4 +1,4 @@
-"""The vault purge job's pure parts: the retention start, which months expire, bucket names, options."""
+"""The vault purge job's pure parts: the retention start, which months expire, bucket names, options, slices."""
 
 from __future__ import annotations
 
@@ -8,11 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from spark_apps.common.procedure import ProcedureRunner
+from spark_apps.common.vault_purge import slice_of
 from spark_apps.jobs.purge_deleted_messages_vault import (
     PurgeDeletedMessagesVault,
     beginning_of_retention,
     expired,
+    from_micros,
     s3_bucket,
+    slice_work,
+    to_micros,
 )
 
 NOW = datetime(2026, 11, 1, 0, 0, 5, tzinfo=UTC)
@@ -57,15 +61,38 @@ def test_configure_reads_options_and_environment(monkeypatch):
     assert job.bucket_prefix == "arg-" and job.concurrency == 3
 
 
-def test_entries_are_deleted_eight_at_a_time_per_partition_by_default(monkeypatch, capsys):
+def test_eight_groups_of_owner_partitions_are_purged_at_once_per_task_by_default(monkeypatch, capsys):
     monkeypatch.setenv("S3_ENDPOINT", "http://127.0.0.1:9000")
     job = PurgeDeletedMessagesVault()
     _, _, _, options = ProcedureRunner(job).parse([])
     assert job.concurrency == options["concurrency"] == 8
     ProcedureRunner(job).parse(["--concurrency", "1"])
-    assert job.concurrency == 1   # one entry at a time, as before
+    assert job.concurrency == 1   # one group at a time
     for bad in ("0", "-2", "65"):
         with pytest.raises(SystemExit) as exit_:
             ProcedureRunner(PurgeDeletedMessagesVault()).parse(["--concurrency", bad])
         assert exit_.value.code == 2
     assert "--concurrency must be between 1 and 64" in capsys.readouterr().err
+
+
+def test_the_beginning_is_recorded_to_the_microsecond():
+    instant = datetime(2025, 6, 1, 0, 0, 1, 123457, tzinfo=UTC)
+    assert to_micros(instant) == 1748736001123457
+    assert from_micros(to_micros(instant)) == instant
+    assert from_micros(to_micros(instant)).isoformat() == "2025-06-01T00:00:01.123457+00:00"
+
+
+def test_slice_work_spreads_the_owner_partitions_and_leaves_out_the_slices_done():
+    months = ("deleted-messages-2024-06-01", "deleted-messages-2024-07-01")
+    pairs = [(month, f"owner{n}@example.com") for month in months for n in range(40)]
+    work = slice_work(pairs, 4, done=[])
+    assert sorted(p for ps in work.values() for p in ps) == sorted(pairs)
+    assert all(slice_of(m, o, 4) == s for s, ps in work.items() for m, o in ps)
+    resumed = slice_work(pairs, 4, done=[0, 2])
+    assert set(resumed) == {1, 3} and resumed[1] == work[1] and resumed[3] == work[3]
+    assert slice_work([], 3, done=[1]) == {0: [], 2: []}   # slices without pairs are still listed (repaired)
+
+
+def test_the_month_purge_has_no_entry_by_entry_repair():
+    with pytest.raises(NotImplementedError):
+        PurgeDeletedMessagesVault().repair(None, {})  # type: ignore[arg-type]

@@ -65,3 +65,17 @@ def test_rate_is_shared_between_parallel_partitions():
     assert share(None, 4) is None
     with pytest.raises(ValueError):
         RateLimiter(0)
+
+
+def test_a_batch_takes_as_many_tokens_as_it_has_operations():
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    limiter.acquire(10)        # the burst
+    limiter.acquire(50)        # five seconds' worth at 10/s, beyond the burst: waited for whole
+    assert clock.now == pytest.approx(5.0)
+    for _ in range(3):
+        limiter.acquire(20)
+    # 120 operations in batches: 10 of burst, 110 at 10/s, as one at a time
+    assert clock.now == pytest.approx(11.0)
+    limiter.acquire(0)
+    assert clock.now == pytest.approx(11.0)
