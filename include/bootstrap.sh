@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bootstrap a fresh machine for this project (idempotent; a second run only checks):
-#   1. Debian packages: JDK 17, Maven, RabbitMQ, PostgreSQL (installed when missing);
+#   1. Debian packages: JDK 17, Maven, RabbitMQ, PostgreSQL, Chromium for the browser tests (installed
+#      when missing; Playwright drives this one, it never downloads its own);
 #   2. the Python 3.11 virtualenv .venv from the lock file requirements.txt, plus this package;
 #   3. the JVM artifacts (Cassandra, OpenSearch, S3Proxy, Spark connector) from Maven Central.
 set -euo pipefail
@@ -9,7 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3.11}"
 UV_VERSION="0.9.5"
-APT_PACKAGES=(openjdk-17-jdk-headless maven rabbitmq-server postgresql)
+APT_PACKAGES=(openjdk-17-jdk-headless maven rabbitmq-server postgresql chromium)
 
 log() { printf '[bootstrap] %s\n' "$*"; }
 
