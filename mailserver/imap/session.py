@@ -264,6 +264,9 @@ class Session(MailboxCommands, MessageCommands):
             await self.send(f"{command.tag} BAD {command.name} is not valid in the {self.state.value} state\r\n"
                             .encode())
             return
+        task = asyncio.current_task()
+        if task is not None:   # what the stall watchdog names if this command holds the loop (never its arguments)
+            task.set_name(f"IMAP session {self.session_id} {command.tag} {command.name}")
         with self.server.timed(command.name):
             status = await self._run(command, method)
         if status is None:   # the handler answered itself (STARTTLS)

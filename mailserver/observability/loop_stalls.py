@@ -6,7 +6,8 @@ protocol, and, if it holds the GIL, the whole process. Such work must never run 
 watchdog is how an operator learns that some did: each watched loop bumps a heartbeat every
 ``interval``; a thread of the watchdog compares the heartbeats with the clock and, once a loop
 is late by more than ``threshold``, logs a WARNING naming the loop, the command it was running
-(as told by :meth:`LoopStallWatchdog.running`) and the innermost frames of its thread. The health
+(as told by :meth:`LoopStallWatchdog.running`, else the name of the task it runs: the IMAP
+session names its task after the command) and the innermost frames of its thread. The health
 check is degraded while a loop is stalled and for ``memory`` seconds after the last stall.
 """
 
@@ -129,8 +130,21 @@ class LoopStallWatchdog:
                     log.warning("event loop %s turned again after a stall of %.1f s", name, seconds)
                     watched.stalled_since, watched.reported = None, False
         for name, late, activity, thread_id in reports:
+            activity = activity or self._current_task_name(name)
             log.warning("event loop %s stalled for %.1f s, running %s; its thread is at:\n%s", name, late,
                         activity or "no command it was told of", _frames_of(thread_id))
+
+    def _current_task_name(self, name: str) -> str | None:
+        """The name of the task the stalled loop is running: protocols name it after the command."""
+        with self._lock:
+            watched = self._loops.get(name)
+        if watched is None:
+            return None
+        try:
+            task = asyncio.current_task(watched.loop)   # a read of asyncio's table of running tasks
+        except RuntimeError:
+            return None
+        return task.get_name() if task is not None else None
 
     @property
     def stalls(self) -> int:

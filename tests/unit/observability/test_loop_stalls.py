@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import imaplib
 import logging
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ import pytest
 from mailserver.observability.health import Status
 from mailserver.observability.loop_stalls import LoopStallHealthCheck, LoopStallWatchdog
 from mailserver.runtime.server_thread import AsyncServerThread
+from tests.unit.imap.conftest import PASSWORD, USER
 
 
 class IdleServer:
@@ -78,3 +80,27 @@ def test_a_stopped_server_is_no_stall(watchdog):
     time.sleep(0.5)   # longer than threshold + interval: a stopped loop that were still watched would be reported
     watchdog.check_now()
     assert watchdog.stalls == 0
+
+
+def test_an_imap_command_that_holds_its_loop_is_named_in_the_stall_log(watchdog, caplog, monkeypatch):
+    from mailserver.imap import ImapServerThread
+    from mailserver.imap.session import Session
+    from tests.unit.imap.conftest import make_world
+
+    async def noop_holding_the_loop(self, command, args):
+        time.sleep(1.0)   # the bug the watchdog exists to reveal: blocking work on the loop
+        return "OK NOOP completed"
+
+    monkeypatch.setattr(Session, "cmd_noop", noop_holding_the_loop)
+    caplog.set_level(logging.WARNING, "mailserver.observability.loop_stalls")
+    world = make_world()
+    world.thread.stop()   # the world's own thread reports to the process watchdog; serve again on ours
+    with ImapServerThread(world.thread.server, watchdog=watchdog) as thread:
+        client = imaplib.IMAP4("127.0.0.1", thread.port, timeout=10)
+        client.login(USER, PASSWORD)
+        assert client.noop()[0] == "OK"
+        wait_for(lambda: watchdog.stalls == 1)
+        client.logout()
+    stalled = [r.getMessage() for r in caplog.records if "stalled for" in r.getMessage()]
+    assert len(stalled) == 1
+    assert "NOOP" in stalled[0] and "IMAP session" in stalled[0] and "noop_holding_the_loop" in stalled[0]
