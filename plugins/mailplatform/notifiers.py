@@ -41,8 +41,10 @@ def alert_payload(event: str, context: Any) -> dict[str, Any]:
     error = context.get("exception") or context.get("reason")
     first_line = str(error).strip().splitlines()[0] if error else None
     task = context.get("task")
-    return {"event": event, "dag_id": getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None),
-            "run_id": getattr(ti, "run_id", None) or getattr(dag_run, "run_id", None),
+    # A run's callback may get only the DAG, the run id and the reason (no task instance, no run).
+    return {"event": event, "dag_id": getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None)
+            or getattr(context.get("dag"), "dag_id", None),
+            "run_id": getattr(ti, "run_id", None) or getattr(dag_run, "run_id", None) or context.get("run_id"),
             "task_id": getattr(ti, "task_id", None) if event == "task_failed" else None,
             "try_number": getattr(ti, "try_number", None) if event == "task_failed" else None,
             "owner": getattr(task, "owner", None), "error": first_line,
@@ -59,6 +61,16 @@ class PlatformAlertNotifier(BaseNotifier):
         self.event = event
         self.conn_id = conn_id
         self.timeout = timeout
+
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        # Nothing of this notifier is templated, and the base class would ask the context's DAG for
+        # its Jinja environment: the DAG ``dag.test()`` hands to run callbacks is the scheduler's
+        # serialized copy, which has none (AttributeError, and the alert was lost).
+        if not self.template_fields:
+            return
+        if jinja_env is None and not hasattr(context.get("dag"), "get_template_env"):
+            jinja_env = self.get_template_env(dag=None)
+        super().render_template_fields(context, jinja_env)
 
     def notify(self, context: Any) -> None:
         payload = alert_payload(self.event, context)

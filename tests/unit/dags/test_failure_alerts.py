@@ -68,3 +68,24 @@ def test_the_webhook_url_from_an_airflow_connection_uri():
 
     conn = Connection.from_uri("https://hooks.example.org:8443/alerts/mail", conn_id="mailplatform_alerts")
     assert webhook_url(conn) == "https://hooks.example.org:8443/alerts/mail"
+
+
+def test_a_failed_run_of_dag_test_alerts_through_the_serialized_dag(monkeypatch, webhook):
+    """``dag.test()`` runs the DAG's callbacks on the scheduler's copy of the DAG, which has no Jinja environment."""
+    from airflow.models.dagrun import DagRun
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from tests.unit.dags.dag_files import parsed_dag
+
+    url, received = webhook
+    monkeypatch.setenv("AIRFLOW_CONN_MAILPLATFORM_ALERTS", json.dumps({"conn_type": "http", "host": url}))
+    dag = parsed_dag("solve_message_inconsistencies")
+    # What dag.test() does: the serialized DAG carries the real DAG's callbacks.
+    scheduler_dag = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
+    scheduler_dag.on_failure_callback = dag.on_failure_callback
+    run = DagRun(dag_id=dag.dag_id, run_id="manual__1", run_type="manual")
+
+    run.execute_dag_callbacks(dag=scheduler_dag, success=False, reason="task_failure")
+
+    assert [(alert["event"], alert["dag_id"], alert["run_id"], alert["error"]) for alert in received] == [
+        ("run_failed", "solve_message_inconsistencies", "manual__1", "task_failure")]
