@@ -15,6 +15,8 @@ from .services.mailserver import MailServer
 def _names(args: argparse.Namespace) -> list[str]:
     if args.services:
         return [n for part in args.services for n in part.split(",") if n]
+    if args.command == "down":
+        return list(SERVICE_CLASSES)   # whatever was started, services asked for by name included
     return list(PROFILES[args.profile])
 
 

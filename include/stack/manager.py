@@ -16,6 +16,7 @@ from .services.opensearch import OpenSearch
 from .services.postgres import Postgres
 from .services.rabbitmq import RabbitMQ
 from .services.s3proxy import S3Proxy
+from .services.spark import SparkStandalone
 from .settings import StackSettings
 
 # Light services first; the two heavy JVMs start together (two JVMs on two cores still beat
@@ -27,13 +28,16 @@ SERVICE_CLASSES: dict[str, type[Service]] = {
     "s3": S3Proxy,
     "opensearch": OpenSearch,
     "cassandra": Cassandra,
+    "spark": SparkStandalone,
     "mailserver": MailServer,
     "airflow": Airflow,
 }
 LATE = ("mailserver", "airflow")   # started one by one once every backend answers
 BACKENDS = ("rabbitmq", "s3", "opensearch", "cassandra")
 PROFILES = {
-    "all": tuple(SERVICE_CLASSES),
+    # The Spark cluster is asked for by name (`up spark`): jobs run on local[*] unless the Spark
+    # connection names a master.
+    "all": tuple(name for name in SERVICE_CLASSES if name != "spark"),
     "backends": BACKENDS,  # what the test suite needs: dag.test() brings its own database
 }
 

@@ -43,6 +43,8 @@ class Ports:
     smtp: int = field(default_factory=lambda: _env_int("STACK_SMTP_PORT", 2525))
     webadmin: int = field(default_factory=lambda: _env_int("STACK_WEBADMIN_PORT", 8000))
     imap: int = field(default_factory=lambda: _env_int("STACK_IMAP_PORT", 1143))
+    spark_master: int = field(default_factory=lambda: _env_int("STACK_SPARK_MASTER_PORT", 7077))
+    spark_master_ui: int = field(default_factory=lambda: _env_int("STACK_SPARK_MASTER_UI_PORT", 18080))
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Heaps:
     opensearch: str = field(default_factory=lambda: _env_str("STACK_OPENSEARCH_HEAP", "768m"))
     s3proxy: str = field(default_factory=lambda: _env_str("STACK_S3PROXY_HEAP", "256m"))
     rabbitmq_watermark: str = field(default_factory=lambda: _env_str("STACK_RABBITMQ_WATERMARK", "512MiB"))
+    spark_daemon: str = field(default_factory=lambda: _env_str("STACK_SPARK_DAEMON_HEAP", "256m"))
+    spark_worker_memory: str = field(default_factory=lambda: _env_str("STACK_SPARK_WORKER_MEMORY", "1g"))
 
 
 @dataclass(frozen=True)

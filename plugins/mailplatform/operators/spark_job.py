@@ -19,10 +19,12 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from airflow.exceptions import AirflowNotFoundException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
 
 from mailplatform.operators.maintenance_window import MaintenanceWindow
+from mailplatform.operators.spark_cluster import cluster_conf
 from spark_apps.packaging import build_py_files, job_path
 
 # S3 connection extra -> the job's environment: the server's blob settings (mailserver/blob/config.py).
@@ -72,6 +74,7 @@ class SparkJobOperator(SparkSubmitOperator):
             **kwargs,
         )
         self.job = job
+        self.spark_conn_id = spark_conn_id
         self.cassandra_conn_id = cassandra_conn_id
         self.s3_conn_id = s3_conn_id
         self.opensearch_conn_id = opensearch_conn_id
@@ -108,10 +111,19 @@ class SparkJobOperator(SparkSubmitOperator):
         jars = os.environ.get("SPARK_CONNECTOR_JARS", "")
         if jars:
             self.jars = ",".join(filter(None, [jars, self.jars or ""]))
+        self._apply_cluster_settings()
         with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
             self.py_files = str(build_py_files(Path(tmp)))
             with self._maintenance(context):
                 super().execute(context)
+
+    def _apply_cluster_settings(self) -> None:
+        try:
+            spark = BaseHook.get_connection(self.spark_conn_id)
+        except AirflowNotFoundException:
+            return   # spark-submit's hook reports the missing connection in its own words
+        # A DAG's own conf wins over what the connection says.
+        self.conf = {**cluster_conf(spark.host or "local[*]", spark.extra_dejson), **(self.conf or {})}
 
     def _maintenance(self, context: Any) -> AbstractContextManager[Any]:
         # Entered here, in the running task: the task already holds its pool slot.

@@ -49,3 +49,22 @@ def test_execute_adds_jars_py_files_and_puts_dag_args_last(monkeypatch):
     assert captured["args"] == ["--cassandra-hosts", "h", "--cassandra-port", "1", "--keyspace", "mine"]
     assert captured["jars"] == "/jars/a.jar,/jars/b.jar"
     assert "spark_apps/common/session.py" in captured["zipped"]
+
+
+def test_a_cluster_master_in_the_spark_connection_sizes_the_executors_and_names_their_python(monkeypatch):
+    import sys
+
+    monkeypatch.setenv("AIRFLOW_CONN_CASSANDRA_DEFAULT", json.dumps({"conn_type": "generic", "host": "h", "port": 1}))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(
+        {"conn_type": "spark", "host": "spark://master.internal", "port": 7077,
+         "extra": {"executor_memory": "3g", "total_executor_cores": 8}}))
+    captured = {}
+    monkeypatch.setattr("airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator.execute",
+                        lambda self, context: captured.update(conf=dict(self.conf)))
+    op = SparkJobOperator(task_id="t", job="stack_smoke", s3_conn_id=None, opensearch_conn_id=None,
+                          conf={"spark.cores.max": "4"})
+    op.execute(context={})
+
+    assert captured["conf"]["spark.executor.memory"] == "3g"
+    assert captured["conf"]["spark.cores.max"] == "4", "the DAG's own setting wins over the connection's"
+    assert captured["conf"]["spark.pyspark.python"] == sys.executable
