@@ -35,22 +35,25 @@ directly (a rehearsal, or catching up a missed month on purpose).
 
 **What this DAG does.**
 1. `backends_healthy` waits for WebAdmin's Cassandra and ObjectStorage checks.
-2. `detect_repair_verify` (Spark, `cassandra_maintenance` pool) lists the expired months
-   (`userPerBucket`), reads their entries (`deletedMessageMetadata`), and deletes each entry:
-   its content object first, then `storageInformation`, then the metadata row. A month left
-   without entries then loses what remains of its S3 bucket and its `userPerBucket` listing.
-   `rate` bounds the entries deleted per second; `slices` are checkpointed.
+2. `detect_repair_verify` (Spark, `cassandra_maintenance` pool) drops the expired months whole,
+   as James does: it lists them and their owners (`userPerBucket`), then purges each owner's
+   partition of `deletedMessageMetadata` in bulk: the contents (S3 `DeleteObjects`, up to
+   1,000 a request), the `storageInformation` rows, then the partition. Once all its owners are
+   done, a month loses what remains of its S3 bucket (objects no entry names), the bucket, and
+   its `userPerBucket` listing. `rate` bounds the entries purged per second; `slices` (groups of
+   owner partitions) are checkpointed.
 3. `report` shows James's `beginningOfRetentionPeriod` and `deletedBuckets`, with
-   `deletedEntries` and the entries found per month; the full report is in S3 and the run in
-   `maintenance_audit`. A month that kept entries (a failed item) fails the run and is kept:
-   run the DAG again.
+   `deletedEntries`, `deletedOrphanObjects` and the entries found per month; the full report is in
+   S3 and the run in `maintenance_audit`. A month that kept entries (a failed owner partition)
+   fails the run and is kept: run the DAG again.
 
 **How to run it.** Scheduled monthly once enabled (a scheduled run uses the defaults below: a
 real purge with `retention` 1y; unpausing the DAG never starts one for a 1st already passed);
 trigger it by hand with `dry_run` first to see the months
 and entries that would go (nothing is deleted). Safe with traffic on: the current month is never
 expired. Safe to re-run and to retry: a run killed midway and started again (the Airflow retry
-keeps its run key) deletes only what is left, and a second run finds nothing. Give
+keeps its run key, and with it the first attempt's beginning of the retention period) deletes
+only what is left, and a second run finds nothing. Give
 `bucket_prefix` when the server runs with `S3_BUCKET_PREFIX`.
 """
 

@@ -72,7 +72,8 @@ def test_dry_run_lists_and_writes_nothing_then_the_purge_deletes_the_expired_mon
 
     run, states, summary = run_dag(DAG_ID, conf)
     assert run.state == "success", states
-    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
+                      "report": "success"}
     assert summary["outcome"] == "COMPLETED" and summary["remaining"] == {}
     assert summary["deletedEntries"] == len(expired) == 12 * PER_MONTH
     assert summary["deletedBuckets"] == EXPIRED

@@ -1,0 +1,120 @@
+"""The vault purge restarted after a run killed between owners, on James's tables and S3: one spark-submit.
+
+A small vault (216 entries over 18 months, 4 owners, 3 entries per owner and month; the 12 oldest
+months expired) is left as a purge killed mid-month leaves it: for every expired month the
+partitions of two owners purged whole (contents, ``storageInformation`` rows, partition: the job's
+own executor code, run here), a third owner caught inside a flush in one month (its contents
+deleted, one of its ``storageInformation`` rows too, its metadata still there), the fourth not
+reached; the months' buckets and ``userPerBucket`` listings still there. Two more things a real
+vault has: an object with no entry in an expired bucket (an append interrupted before its
+metadata), and a message archived again in a kept month (its ``storageInformation`` row rewritten
+to point there). The restarted job purges exactly the rest: every expired entry, row, listing,
+object and bucket gone, the orphan too; every kept one there, the later copy's row included.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+
+from mailserver.blob.s3 import make_client
+from mailserver.vault.cassandra import INSERT_BUCKET_USER, INSERT_METADATA, INSERT_STORAGE
+from mailserver.vault.model import StorageInformation, StoredDeletedMessage
+from spark_apps.common.cql import CqlEndpoint
+from spark_apps.common.mail_blobs import S3Access
+from spark_apps.common.vault_purge import PurgeTarget, purge_owner_partitions
+from tests.support.maintenance import report_of, spark_submit
+from tests.support.vault_seed import (
+    SeededEntry,
+    content,
+    expected_state,
+    listed_months,
+    metadata_rows,
+    months_from,
+    prefixed_vault_store,
+    s3_listing,
+    seed_vault,
+    storage_rows,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+JOB = "purge_deleted_messages_vault"
+TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
+MONTHS = months_from(datetime(2024, 6, 20, 9, tzinfo=UTC), 18)     # 2024-06 .. 2025-11
+BEGINNING = "2025-06-01T00:00:01Z"   # 12 months expired, 6 kept
+EXPIRED = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[:12]]
+KEPT = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[12:]]
+OWNERS = [f"resume{n}@vault.example" for n in range(4)]
+
+
+@pytest.fixture
+def vault_store(stack):
+    tag = uuid.uuid4().hex[:8]
+    with prefixed_vault_store(stack, f"vr{tag}-", f"vault-resume-{tag}") as store:
+        yield store
+
+
+def archived_again(session, store, entry: SeededEntry, month: str) -> SeededEntry:
+    """``entry``'s message archived a second time, in ``month``: a new object, its storage row rewritten."""
+    blob_id = str(uuid.uuid4())
+    stored = StoredDeletedMessage.from_payload(entry.payload)
+    payload = StoredDeletedMessage(stored.message, StorageInformation(month, blob_id)).payload()
+    make_client(store.config).put_object(Bucket=store.config.bucket_prefix + month, Key=blob_id,
+                                         Body=content(entry.message_id))
+    session.execute(INSERT_STORAGE, (entry.owner, entry.message_id, month, blob_id))
+    session.execute(INSERT_METADATA, (month, entry.owner, entry.message_id, payload))
+    session.execute(INSERT_BUCKET_USER, (month, entry.owner))
+    return SeededEntry(month, entry.owner, entry.message_id, blob_id, payload, entry.size)
+
+
+def test_a_purge_killed_between_owners_is_finished_by_the_next_run_exactly(
+        stack, spark_env, maintenance_keyspace, vault_store):
+    session = maintenance_keyspace
+    entries = seed_vault(session, vault_store, MONTHS, 18 * 12, OWNERS)
+    assert Counter((e.bucket, e.owner) for e in entries) == {(b, o): 3 for b in EXPIRED + KEPT for o in OWNERS}
+    client = make_client(vault_store.config)
+    prefix = vault_store.config.bucket_prefix
+    orphan = str(uuid.uuid4())
+    client.put_object(Bucket=prefix + EXPIRED[3], Key=orphan, Body=b"content whose append stopped before its rows")
+    again = archived_again(session, vault_store, next(e for e in entries if e.bucket == EXPIRED[1]
+                                                      and e.owner == OWNERS[3]), KEPT[0])
+
+    # What a killed run leaves: owners 0 and 1 purged in every expired month, owner 2 caught in a flush.
+    target = PurgeTarget(CqlEndpoint(stack.cassandra_hosts, stack.cassandra_port, session.keyspace),
+                         S3Access(stack.s3_endpoint, stack.s3_access_key, stack.s3_secret_key, stack.s3_region),
+                         prefix, TASK_TYPE, f"killed-{uuid.uuid4().hex[:8]}")
+    killed = purge_owner_partitions(target, [(month, owner) for month in EXPIRED for owner in OWNERS[:2]])
+    assert killed.failures == [] and sum(killed.entries.values()) == 12 * 2 * 3
+    caught = [e for e in entries if e.bucket == EXPIRED[0] and e.owner == OWNERS[2]]
+    for e in caught:
+        client.delete_object(Bucket=prefix + e.bucket, Key=e.blob_id)
+    session.execute("DELETE FROM storageInformation WHERE owner = ? AND messageId = ?",
+                    (caught[0].owner, caught[0].message_id))
+    left = [e for e in entries if e.bucket in EXPIRED and e.owner in OWNERS[2:]]
+    assert Counter(b for b, _, _ in metadata_rows(session) if b in EXPIRED) == {b: 6 for b in EXPIRED}
+    assert listed_months(session) == set(EXPIRED + KEPT)
+
+    env = {**spark_env, "S3_BUCKET_PREFIX": prefix}
+    args = ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
+            "--keyspace", session.keyspace, "--beginning-of-retention", BEGINNING, "--slices", "4",
+            "--run-key", f"restart-{uuid.uuid4().hex[:8]}"]
+    restarted = spark_submit(JOB, args, env)
+    assert restarted.returncode == 0, restarted.stderr[-4000:]
+    report = report_of(restarted.stdout)
+    assert report["outcome"] == "COMPLETED" and report["type"] == TASK_TYPE, report
+    assert report["detected"] == {b: 6 for b in EXPIRED}             # only what the killed run had not done
+    assert report["deletedEntries"] == len(left) == 12 * 2 * 3
+    assert report["deletedOrphanObjects"] == 1                       # found by listing what was left
+    assert report["expiredBuckets"] == 12 and report["deletedBuckets"] == EXPIRED
+    assert report["remaining"] == {} and report["errors"] == []
+
+    metadata, storage, months, s3 = expected_state([e for e in entries if e.bucket in KEPT] + [again])
+    assert metadata_rows(session) == metadata
+    assert storage_rows(session) == storage     # the later copy's row survives its expired original
+    assert storage[(again.owner, again.message_id)] == (KEPT[0], again.blob_id)
+    assert listed_months(session) == months == set(KEPT)
+    assert s3_listing(vault_store) == s3
