@@ -15,8 +15,9 @@ operator documentation, its own params and how they become job arguments) and ca
 * ``detect_repair_verify``: the Spark job in the ``cassandra_maintenance`` pool (one slot: two
   procedures never write Cassandra at once). Its run key is the DAG run, so a retry resumes
   from the job's checkpoints instead of starting again;
-* ``report``: reads the job's report from S3, returns James's counters as XCom, and fails the
-  run when the repair left something unresolved or failed items (they are listed in the log).
+* ``report``: reads the job's report from S3, returns James's counters as XCom, puts its summary
+  on the run as a Markdown note (``run_notes.py``), and fails the run when the repair left
+  something unresolved or failed items (they are listed in the log).
   It runs once the job ran, failed or not, and is skipped when a refused param or a failed gate
   stopped the run before the job: the first failure shown is the real one.
 """
@@ -151,12 +152,16 @@ def repair_dag(procedure: Procedure) -> DAG:
         @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
         def report(**context: Any) -> dict[str, Any]:
             from mailplatform.hooks.reports import MaintenanceReportHook
+            from mailplatform.run_notes import push_run_note, report_note
+            from spark_apps.common.reports import ReportLocation
 
             try:
                 content = MaintenanceReportHook().read(procedure.task_type, run_key(context))
             except Exception as exc:
                 raise AirflowException(f"no report for this run ({exc}): the Spark job failed before the end, "
                                        "see the detect_repair_verify log") from exc
+            push_run_note(context, report_note(content, ReportLocation.for_run(procedure.task_type,
+                                                                               run_key(context)).uri))
             if content.get("outcome") not in OK_OUTCOMES:
                 # A failed run still shows its counters and failure lists (WebAdmin's task view, and
                 # James's reIndexFailedMessagesOf reads them): the summary is pushed before failing.
