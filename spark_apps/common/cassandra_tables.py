@@ -7,7 +7,7 @@ Ids (timeuuid) come back as strings; the repair side turns them into ``uuid.UUID
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from spark_apps.common.settings import JobSettings
@@ -22,9 +22,10 @@ USER_NAMESPACE = "#private"
 
 
 def read_table(spark: SparkSession, settings: JobSettings, table: str,
-               columns: Iterable[str] | None = None) -> DataFrame:
+               columns: Iterable[str] | None = None, options: Mapping[str, str] | None = None) -> DataFrame:
+    """``options``: more connector read options of this table (e.g. ``directJoinSetting``)."""
     df = (spark.read.format("org.apache.spark.sql.cassandra")
-          .options(keyspace=settings.keyspace, table=table).load())
+          .options(**(options or {}), keyspace=settings.keyspace, table=table).load())
     return df.select(*columns) if columns is not None else df
 
 

@@ -10,7 +10,7 @@ exactly what the indexing listener writes.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,28 +108,13 @@ def delete_actions(targets: Iterable[str], doc_ids: Iterable[tuple[str, str]]) -
             for doc_id, routing in doc_ids for index in targets]
 
 
-def repair_in_batches(procedure: Any, endpoint: Any, rate: float | None, rows: Iterable[Any],
-                      batch_size: int) -> Iterable[dict[str, Any]]:
-    """mapPartitions body: items throttled one by one, repaired ``batch_size`` at a time (one ``_bulk`` each)."""
-    from spark_apps.common.procedure import FAILED
-    from spark_apps.common.throttle import RateLimiter
+def scroll_signatures(search: SearchAccess, query: Mapping[str, Any], slice_id: int, slices: int,
+                      page: int) -> Iterator[tuple[str, int, str]]:
+    """(mailbox id, uid, signature) of the documents of one slice of a sliced scroll of the read alias."""
+    from opensearchpy import helpers
 
-    limiter = RateLimiter(rate)
-    batch: list[dict[str, Any]] = []
-
-    def flush() -> Iterable[dict[str, Any]]:
-        try:
-            outcomes = procedure.repair_batch(endpoint, batch)
-        except Exception as exc:  # OpenSearch down: the whole batch is failed and replayable
-            outcomes = [procedure.outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}") for item in batch]
-        for o in outcomes:
-            yield {"status": o.status, "item": o.item, "counter": o.counter, "error": o.error}
-        batch.clear()
-
-    for row in rows:
-        limiter.acquire()
-        batch.append({k: v for k, v in row.asDict(recursive=True).items() if k != "slice"})
-        if len(batch) >= batch_size:
-            yield from flush()
-    if batch:
-        yield from flush()
+    body = {"query": query, "slice": {"id": slice_id, "max": slices}}
+    for hit in helpers.scan(search.client(), index=search.read_alias, query=body, _source=COMPARED_FIELDS,
+                            size=page, preserve_order=False):
+        source = hit["_source"]
+        yield source["mailboxId"], int(source["uid"]), document_signature(source)

@@ -19,6 +19,13 @@ executors with the server's ``message_document`` and written per batch with ``bu
 the write alias (to every index behind it: both during an alias swap). Each item is re-read from
 Cassandra before writing; an orphan is deleted only when ``messageIdTable`` has no row for it
 either. After the repair, the comparison runs again (fixOutdated): nothing may differ.
+
+Where the time goes (``docs/benchmarks.md``): the index is scrolled by the executors (sliced scroll),
+not the driver; the re-reads are the connector's joins (``imapUidTable`` by primary key, ``messageV3``
+and ``messageIdTable`` likewise, asynchronous lookups in the JVM of exactly a slice's items, made as
+the slice is repaired: a table scan would be read again for every slice and be minutes old), so
+Python makes no Cassandra request; the executors fetch the contents with many S3 requests in flight
+and keep ``_bulk`` requests outstanding while they fetch (``spark_apps.common.reindex_pipeline``).
 ``--rate``/``--messages-per-second`` bounds the messages per second (James's ``messagesPerSecond``).
 """
 
@@ -30,18 +37,16 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.bookkeeping import SliceResult
-from spark_apps.common.cassandra_tables import read_table, user_mailbox_ids
+from spark_apps.common.cassandra_tables import MESSAGE_METADATA_COLUMNS, read_table, user_mailbox_ids
 from spark_apps.common.cql import CqlEndpoint
 from spark_apps.common.mail_blobs import S3Access
 from spark_apps.common.procedure import (
     FAILED,
     FIXED,
-    SKIPPED,
     Detection,
     Outcome,
     Procedure,
@@ -62,8 +67,13 @@ MISSING, OUTDATED, ORPHAN, UP_TO_DATE = "missingDocument", "outdatedDocument", "
 COUNTERS = {MISSING: "indexedMessageCount", UP_TO_DATE: "indexedMessageCount", OUTDATED: "fixedMessageCount",
             ORPHAN: "deletedDocumentCount"}
 DEFAULT_BLOB_BUCKET = "default"
-BATCH = 200
-FETCH_THREADS = 8   # per Python worker: messages of a batch read from Cassandra and S3 at once
+SCROLL_PAGE = 2000
+# Lookups by primary key, whatever the sizes: a slice's items are a fraction of the table. Each joined table
+# keeps that many lookups in flight per task (the connector's 512 overran the driver's connection, whose
+# requests in flight are bounded, once two joins ran in two tasks).
+DIRECT_JOIN = {"directJoinSetting": "on", "spark.cassandra.concurrent.reads": "64"}
+TRUTH_COLUMNS = ("messageid", "mailboxid", "uid", *MESSAGE_METADATA_COLUMNS)
+CONTENT_COLUMNS = ("messageid", "headercontent", "bodycontent", "internaldate", "fullcontentoctets")
 
 
 def truth_signatures(uids: DataFrame) -> DataFrame:
@@ -101,6 +111,7 @@ class ReindexMailboxes(Procedure):
         self.s3: S3Access | None = None
         self.search: SearchAccess | None = None
         self.failures: PreviousFailures | None = None
+        self.settings: JobSettings | None = None   # set by detect: the repair's joins read the same keyspace
         self._verifying = False
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -173,9 +184,8 @@ class ReindexMailboxes(Procedure):
         return None
 
     def _indexed(self, spark: SparkSession, mailboxes: list[str] | None) -> DataFrame:
-        from opensearchpy import helpers
-
-        from spark_apps.common.search_reindex import COMPARED_FIELDS, document_signature
+        """(mailboxid, uid, isig) of the documents in scope, scrolled by the executors (one slice each)."""
+        from spark_apps.common.search_reindex import scroll_signatures
 
         assert self.search is not None
         client = self.search.client()
@@ -193,11 +203,12 @@ class ReindexMailboxes(Procedure):
         schema = "mailboxid string, uid long, isig string"
         if mailboxes == []:
             return spark.createDataFrame([], schema)
-        rows = [(hit["_source"]["mailboxId"], int(hit["_source"]["uid"]), document_signature(hit["_source"]))
-                for hit in helpers.scan(client, index=self.search.read_alias, query={"query": query},
-                                        _source=COMPARED_FIELDS, size=2000, preserve_order=False)]
-        if self.failures is not None:
-            rows = [r for r in rows if self.failures.covers(r[0], r[1])]
+        search, failures = self.search, self.failures
+        slices = max(2, spark.sparkContext.defaultParallelism)   # a sliced scroll has at least two
+        rows = (spark.sparkContext.parallelize(range(slices), slices)
+                .mapPartitions(lambda ids: (row for i in ids
+                                            for row in scroll_signatures(search, query, i, slices, SCROLL_PAGE)
+                                            if failures is None or failures.covers(row[0], row[1]))))
         return spark.createDataFrame(rows, schema)
 
     def detect(self, spark: SparkSession, settings: JobSettings) -> Detection:
@@ -216,6 +227,7 @@ class ReindexMailboxes(Procedure):
         if self.failures is not None:
             truth = self.failures.select(spark, truth)
         truth = truth.cache()
+        self.settings = settings
         indexed = self._indexed(spark, mailboxes).cache()
         every = compare(truth, indexed, owners).cache()
         items = every if everything else every.filter(F.col("kind") != UP_TO_DATE)
@@ -246,70 +258,66 @@ class ReindexMailboxes(Procedure):
         return self.repair_batch(endpoint, [item])[0]
 
     def repair_batch(self, endpoint: CqlEndpoint, items: list[dict[str, Any]]) -> list[Outcome]:
-        from mailserver.search.document import document_id, routing_key
-        from mailserver.search.index import bulk_index, run_bulk, write_targets
-        from spark_apps.common.search_reindex import build_document, delete_actions, read_content
+        """Items repaired outside Spark: the rows ``with_sources`` joins, read here with point reads."""
+        from spark_apps.common.reindex_pipeline import reindex_partition
 
-        assert self.search is not None and self.s3 is not None
         cql = endpoint.session()
-        client = self.search.client()
-        targets = write_targets(client, self.search.write_alias)
-        outcomes: dict[str, Outcome] = {}
-        documents: dict[str, dict[str, Any]] = {}
-        orphans: dict[str, dict[str, Any]] = {}
 
-        def fetch(item: dict[str, Any]) -> tuple[str, dict[str, Any] | Outcome | None]:
-            """(key, the document, or the item's outcome, or None for an orphan to delete); one message."""
-            key = document_id(item["mailboxid"], item["uid"])
-            mailbox, uid = uuid.UUID(item["mailboxid"]), int(item["uid"])
+        def sources(item: dict[str, Any]) -> dict[str, Any]:
+            mailbox, uid = uuid.UUID(str(item["mailboxid"])), int(item["uid"])
             if item["kind"] == ORPHAN:
-                if cql.execute("SELECT uid FROM messageidtable WHERE mailboxid = ? AND uid = ?", (mailbox, uid)):
-                    return key, Outcome(SKIPPED, item)   # the message is there (a projection lagging): kept
-                return key, None
-            try:
-                rows = cql.execute("SELECT * FROM imapuidtable WHERE messageid = ? AND mailboxid = ? AND uid = ?",
-                                   (uuid.UUID(item["messageid"]), mailbox, uid))
-                if not rows:
-                    return key, Outcome(SKIPPED, item)   # expunged meanwhile: the listener removes it
-                blobs = cql.execute("SELECT headercontent, bodycontent, internaldate, fullcontentoctets "
-                                    "FROM messagev3 WHERE messageid = ?", (rows[0]["messageid"],))
-                if not blobs or not blobs[0]["headercontent"] or not blobs[0]["bodycontent"]:
-                    raise ValueError("no messageV3 row with blob ids: the content cannot be read")
-                row = {**blobs[0], **{k: v for k, v in rows[0].items() if v is not None}}
-                assert self.s3 is not None
-                content = read_content(self.s3.client(), self.bucket, row["headercontent"], row["bodycontent"])
-                return key, build_document(row, content, item.get("user"))
-            except Exception as exc:   # one message must not stop the batch
-                return key, Outcome(FAILED, item, error=f"{type(exc).__name__}: {exc}")
+                projected = cql.execute("SELECT uid FROM messageidtable WHERE mailboxid = ? AND uid = ?",
+                                        (mailbox, uid))
+                return {**item, "projected": bool(projected)}
+            message = uuid.UUID(str(item["messageid"]))
+            truth = cql.execute(f"SELECT {', '.join(TRUTH_COLUMNS)} FROM imapuidtable "
+                                "WHERE messageid = ? AND mailboxid = ? AND uid = ?", (message, mailbox, uid))
+            content = cql.execute(f"SELECT {', '.join(CONTENT_COLUMNS)} FROM messagev3 WHERE messageid = ?", (message,))
+            return {**item, "truth": truth[0] if truth else None, "content": content[0] if content else None}
 
-        # Cassandra and S3 reads overlap (the driver session and the boto3 client are thread-safe)
-        with ThreadPoolExecutor(max_workers=FETCH_THREADS) as pool:
-            fetched = list(pool.map(fetch, items))
-        built: list[dict[str, Any]] = []
-        for item, (key, result) in zip(items, fetched, strict=True):
-            if isinstance(result, Outcome):
-                outcomes[key] = result
-            elif result is None:
-                orphans[key] = item
-            else:
-                documents[key] = item
-                built.append(result)
-        if documents:
-            report = bulk_index(client, built, targets=targets)
-            for key, item in documents.items():
-                if key in report.failures:
-                    outcomes[key] = Outcome(FAILED, item, error=report.failures[key])
-                else:
-                    outcomes[key] = Outcome(FIXED, item, COUNTERS[item["kind"]])
-        if orphans:
-            report = run_bulk(client, delete_actions(targets, [(k, routing_key(i["mailboxid"]))
-                                                               for k, i in orphans.items()]), ignore=("not_found",))
-            for key, item in orphans.items():
-                if key in report.failures:
-                    outcomes[key] = Outcome(FAILED, item, error=report.failures[key])
-                else:
-                    outcomes[key] = Outcome(FIXED, item, COUNTERS[ORPHAN])
-        return [outcomes[document_id(i["mailboxid"], i["uid"])] for i in items]
+        outcomes = {(str(o["item"]["mailboxid"]), int(o["item"]["uid"])): o
+                    for o in reindex_partition(self, None, [sources(i) for i in items], counters=COUNTERS,
+                                               orphan_kind=ORPHAN)}
+        return [Outcome(**outcomes[(str(i["mailboxid"]), int(i["uid"]))]) for i in items]
+
+    def with_sources(self, items: DataFrame, parallel: int) -> DataFrame:
+        """``items`` spread over ``parallel`` partitions, each row joined with what its repair reads.
+
+        ``truth``: the ``imapUidTable`` row (null when the message is gone), ``content``: ``messageV3``'s blob
+        ids (null without a row), for orphans ``projected``: whether ``messageIdTable`` has the message. The
+        joins are the connector's lookups by primary key, run as each partition is repaired (fresh reads)."""
+        from pyspark.sql import functions as F
+
+        assert self.settings is not None, "detect runs first"
+        spark, settings = items.sparkSession, self.settings
+        item_columns = [c for c in items.columns if c != "slice"]
+
+        def prefixed(table: str, columns: Sequence[str], prefix: str) -> DataFrame:
+            return read_table(spark, settings, table, columns, DIRECT_JOIN).select(
+                *[F.col(c).alias(prefix + c) for c in columns])
+
+        def struct_of(prefix: str, columns: Sequence[str]) -> Any:
+            fields = [(F.unix_micros(F.col(prefix + c)) if c in ("internaldate", "save_date") else F.col(prefix + c))
+                      .alias(c) for c in columns]
+            return F.when(F.col(prefix + "messageid").isNotNull(), F.struct(*fields))
+
+        messages = items.filter(F.col("kind") != ORPHAN).repartition(parallel)
+        truth, content = prefixed("imapuidtable", TRUTH_COLUMNS, "t_"), prefixed("messagev3", CONTENT_COLUMNS, "m_")
+        messages = (messages
+                    .join(truth, (messages.messageid == truth.t_messageid) & (messages.mailboxid == truth.t_mailboxid)
+                          & (messages.uid == truth.t_uid), "left")
+                    .join(content, messages.messageid == content.m_messageid, "left")
+                    .select(*item_columns, struct_of("t_", TRUTH_COLUMNS).alias("truth"),
+                            struct_of("m_", CONTENT_COLUMNS).alias("content"), F.lit(None).cast("boolean")
+                            .alias("projected")))
+        orphans = items.filter(F.col("kind") == ORPHAN).repartition(parallel)
+        projection = prefixed("messageidtable", ("mailboxid", "uid"), "p_")
+        orphans = (orphans.join(projection, (orphans.mailboxid == projection.p_mailboxid)
+                                & (orphans.uid == projection.p_uid), "left")
+                   .select(*item_columns, *[F.lit(None).cast(messages.schema[c].dataType).alias(c)
+                                            for c in ("truth", "content")],
+                           F.col("p_uid").isNotNull().alias("projected")))
+        return messages.unionByName(orphans)
 
 
 @dataclass(frozen=True)
@@ -366,17 +374,19 @@ def _failures_by_mailbox(failures: list[dict[str, Any]]) -> dict[str, list[dict[
 
 
 class ReindexRunner(ProcedureRunner):
-    """Repairs in batches (one ``_bulk`` per batch of a partition) instead of one item at a time."""
+    """Repairs a slice as one pipeline per partition (``reindex_pipeline``) instead of one item at a time."""
 
     def _repair_slice(self, slice_items: DataFrame, endpoint: CqlEndpoint, options: RunOptions,
                       parallel: int) -> SliceResult:
-        from spark_apps.common.search_reindex import repair_in_batches
+        from spark_apps.common.reindex_pipeline import reindex_partition
         from spark_apps.common.throttle import share
 
         procedure = self.procedure
+        assert isinstance(procedure, ReindexMailboxes)
         rate = share(options.rate, parallel)
-        outcomes = (slice_items.repartition(parallel).rdd
-                    .mapPartitions(lambda rows: repair_in_batches(procedure, endpoint, rate, rows, BATCH))
+        outcomes = (procedure.with_sources(slice_items, parallel).rdd
+                    .mapPartitions(lambda rows: reindex_partition(procedure, rate, rows, counters=COUNTERS,
+                                                                  orphan_kind=ORPHAN))
                     .collect())
         result = SliceResult()
         counters: Counter[str] = Counter()
