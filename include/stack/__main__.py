@@ -9,6 +9,7 @@ from . import artifacts
 from .manager import PROFILES, SERVICE_CLASSES, StackManager, format_status
 from .services.airflow import Airflow
 from .services.base import ServiceError
+from .services.cassandra_cluster import CassandraCluster
 from .services.mailserver import MailServer
 
 
@@ -75,6 +76,11 @@ def urls(manager: StackManager) -> str:
         f"  RabbitMQ management  http://{s.host}:{s.ports.rabbitmq_management}"
         f"   user {c.amqp_user} / {c.amqp_password}",
     ]
+    cluster = manager.services["cassandra-cluster"]
+    assert isinstance(cluster, CassandraCluster)
+    if cluster.pids():
+        lines.append(f"  Cassandra cluster    {cluster.hosts} port {s.ports.cassandra}   (RF=3 keyspaces: "
+                     "CASSANDRA_HOSTS and CASSANDRA_REPLICATION=NetworkTopologyStrategy:datacenter1=3)")
     mail = manager.services["mailserver"]
     assert isinstance(mail, MailServer)
     if mail.pids():

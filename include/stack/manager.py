@@ -11,6 +11,7 @@ from .endpoints import Endpoints
 from .services.airflow import Airflow
 from .services.base import Service, ServiceError
 from .services.cassandra import Cassandra
+from .services.cassandra_cluster import CassandraCluster
 from .services.mailserver import MailServer
 from .services.opensearch import OpenSearch
 from .services.postgres import Postgres
@@ -28,6 +29,7 @@ SERVICE_CLASSES: dict[str, type[Service]] = {
     "s3": S3Proxy,
     "opensearch": OpenSearch,
     "cassandra": Cassandra,
+    "cassandra-cluster": CassandraCluster,
     "spark": SparkStandalone,
     "mailserver": MailServer,
     "airflow": Airflow,
@@ -37,7 +39,8 @@ BACKENDS = ("rabbitmq", "s3", "opensearch", "cassandra")
 PROFILES = {
     # The Spark cluster is asked for by name (`up spark`): jobs run on local[*] unless the Spark
     # connection names a master.
-    "all": tuple(name for name in SERVICE_CLASSES if name != "spark"),
+    # So is the three-node Cassandra (`up cassandra-cluster`): the platform uses the single node.
+    "all": tuple(name for name in SERVICE_CLASSES if name not in ("spark", "cassandra-cluster")),
     "backends": BACKENDS,  # what the test suite needs: dag.test() brings its own database
 }
 
@@ -59,7 +62,7 @@ class StackManager:
         selected = self.select(names)
         self.settings.root.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        needs_jars = {s.name for s in selected} & {"cassandra", "opensearch", "s3", "airflow"}
+        needs_jars = {s.name for s in selected} & {"cassandra", "cassandra-cluster", "opensearch", "s3", "airflow"}
         if needs_jars:
             artifacts.fetch_all(self.settings, log=self.log)
         backends = [s for s in selected if s.name not in LATE]
@@ -113,12 +116,13 @@ class StackManager:
 
 
 def format_status(rows: list) -> str:
-    out = [f"{'service':<11} {'state':<9} {'pid':>7} {'rss':>10}  detail"]
+    width = max([11, *(len(h.name) for h in rows)])
+    out = [f"{'service':<{width}} {'state':<9} {'pid':>7} {'rss':>10}  detail"]
     total = 0
     for h in rows:
         state = "healthy" if h.healthy else ("UNHEALTHY" if h.running else "stopped")
         total += h.rss
         rss = processes.human_bytes(h.rss) if h.rss else "-"
-        out.append(f"{h.name:<11} {state:<9} {h.pid or '-':>7} {rss:>10}  {h.detail}")
-    out.append(f"{'total':<11} {'':<9} {'':>7} {processes.human_bytes(total):>10}")
+        out.append(f"{h.name:<{width}} {state:<9} {h.pid or '-':>7} {rss:>10}  {h.detail}")
+    out.append(f"{'total':<{width}} {'':<9} {'':>7} {processes.human_bytes(total):>10}")
     return "\n".join(out)

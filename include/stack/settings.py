@@ -32,6 +32,9 @@ class Ports:
     cassandra: int = field(default_factory=lambda: _env_int("STACK_CASSANDRA_PORT", 9042))
     cassandra_storage: int = field(default_factory=lambda: _env_int("STACK_CASSANDRA_STORAGE_PORT", 7000))
     cassandra_jmx: int = field(default_factory=lambda: _env_int("STACK_CASSANDRA_JMX_PORT", 7199))
+    # The three-node cluster shares the CQL and storage ports (each node has its own address) but
+    # JMX listens on 127.0.0.1 whatever the node's address: node N takes this port + N - 1.
+    cassandra_cluster_jmx: int = field(default_factory=lambda: _env_int("STACK_CASSANDRA_CLUSTER_JMX_PORT", 7299))
     opensearch: int = field(default_factory=lambda: _env_int("STACK_OPENSEARCH_PORT", 9200))
     s3: int = field(default_factory=lambda: _env_int("STACK_S3_PORT", 9000))
     amqp: int = field(default_factory=lambda: _env_int("STACK_AMQP_PORT", 5672))
@@ -52,6 +55,7 @@ class Heaps:
     """JVM heaps, capped so the stack + Airflow + one Spark job stay under 8 GiB."""
 
     cassandra: str = field(default_factory=lambda: _env_str("STACK_CASSANDRA_HEAP", "1g"))
+    cassandra_cluster_node: str = field(default_factory=lambda: _env_str("STACK_CASSANDRA_CLUSTER_HEAP", "512m"))
     opensearch: str = field(default_factory=lambda: _env_str("STACK_OPENSEARCH_HEAP", "768m"))
     s3proxy: str = field(default_factory=lambda: _env_str("STACK_S3PROXY_HEAP", "256m"))
     rabbitmq_watermark: str = field(default_factory=lambda: _env_str("STACK_RABBITMQ_WATERMARK", "512MiB"))
