@@ -215,11 +215,13 @@ def _atom(text: bytes, start: int) -> tuple[Atom, int]:
                 depth += 1
             elif c == 0x5D:
                 depth -= 1
-            elif c in (0x0D, 0x0A, 0x00):
-                raise ParseError("control character in a section")
+            elif c in _CTL or c >= 0x80:   # a section is ASCII: its text is decoded and echoed in the response
+                raise ParseError("control or 8-bit character in a section")
             i += 1
             continue
-        if c in _ATOM_END or c in _CTL or c == 0x29:
+        if c in _CTL:   # ends no token and starts none: refused, or the caller would loop on it
+            raise ParseError(f"control character 0x{c:02x} outside a quoted string (use a literal)")
+        if c in _ATOM_END or c == 0x29:
             break
         if c == 0x5B:  # [ opens a section (BODY[...], BINARY[...]) read whole
             depth = 1
