@@ -64,8 +64,15 @@ def _json_integer(text: str) -> int | Oversized:
 
 
 def loads(document: str | bytes) -> Any:
-    """``json.loads`` that never converts an integer longer than a Java long (``Oversized`` instead)."""
-    return json.loads(document, parse_int=_json_integer)
+    """``json.loads`` that never converts an integer longer than a Java long (``Oversized`` instead).
+
+    A document nested deeper than the interpreter's stack allows is a ``ValueError`` like any other
+    invalid document (``json`` raises RecursionError, which callers would not expect from a body).
+    """
+    try:
+        return json.loads(document, parse_int=_json_integer)
+    except RecursionError:
+        raise ValueError("JSON document nested too deeply") from None
 
 
 def is_integer(value: Any) -> bool:
