@@ -13,11 +13,16 @@ to pass every reply through ``with_status_code``:
 * any other 4xx/5xx reply gets ``4.0.0`` / ``5.0.0`` ("other undefined status");
 * any other 2xx or 3xx reply is left alone: the greeting, the EHLO keyword lines (a code there
   would corrupt them), HELO's reply, and 3xx replies (354, 334), which need none.
+
+``as_sent`` is what the intake's ``push`` applies: the code above, control characters escaped, and
+the 421 instead of aiosmtpd's 502 before it closes a session.
 """
 
 from __future__ import annotations
 
 import re
+
+from mailserver.model.mailbox import printable
 
 # (reply prefix, code) for aiosmtpd 1.4.6's replies without one; the first matching prefix wins.
 _AIOSMTPD: tuple[tuple[str, str], ...] = (
@@ -67,3 +72,17 @@ def with_status_code(reply: str) -> str:
     if reply[:1] in ("4", "5") and reply[1:3].isdigit() and reply[3:4] in (" ", "-"):
         return f"{reply[:4]}{reply[0]}.0.0 {reply[4:]}"
     return reply
+
+
+# aiosmtpd's last reply to a session that sent too many unknown commands, before it closes the connection.
+_UNRECOGNIZED_LIMIT = "502 5.5.1 Too many unrecognized commands"
+
+
+def as_sent(reply: str, hostname: str) -> str:
+    """``reply`` as the client gets it: with its status code; aiosmtpd's closing 502 made the 421 by which
+    RFC 5321 (3.8) tells a client the server closes; control characters escaped (``\\x00``), so a reply
+    that echoes the client's octets (a HELO name, an unknown command) cannot end its line early (a bare
+    CR) nor carry a terminal's escape sequence."""
+    if reply.startswith(_UNRECOGNIZED_LIMIT):
+        return f"421 4.7.0 {hostname} Error: too many unrecognized commands"
+    return printable(with_status_code(reply))

@@ -59,7 +59,7 @@ from mailserver.smtp.handler import PIPELINING_REFUSED, BareLineFeed, IntakeHand
 from mailserver.smtp.limits import ConnectionLimits
 from mailserver.smtp.paths import HeaderParseError, parse_path
 from mailserver.smtp.recipients import TOO_MANY_RECIPIENTS, RecipientValidator
-from mailserver.smtp.replies import with_status_code
+from mailserver.smtp.replies import as_sent
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -308,7 +308,7 @@ class IntakeSMTP(SMTP):
         if not isinstance(status, str):
             await super().push(status)
             return
-        status = with_status_code(status)
+        status = as_sent(status, self.hostname)
         if not self._mid_reply:
             await self.errors.pace()   # once per reply, not per line of a multi-line one
         self._mid_reply = status[3:4] == "-"
