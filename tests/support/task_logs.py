@@ -1,14 +1,40 @@
 """A task's log out of what ``dag.test()`` printed, and a DAG run's note as the UI shows it.
 
-``dag.test()`` runs each task in the test's process and writes no log file: the task's log is
+``dag.test()`` runs each task in the calling process and writes no log file: the task's log is
 what was printed between the ``[DAG TEST] starting task_id=<id>`` and ``[DAG TEST] end task
-task_id=<id>`` lines (its last try's, when it ran more than once).
+task_id=<id>`` lines (its last try's, when it ran more than once). Airflow's logging keeps the
+stdout it found when first configured (pytest's capture, in a test session), so the run is made
+in a process of its own whose output is read whole (``printed_dag_test``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from typing import Any
+
+RESULT_PREFIX = "DAG TEST RESULT "
+RUN_AND_PRINT = (
+    "import json, sys\n"
+    "from tests.e2e.maintenance.conftest import run_dag\n"
+    "run, states, summary = run_dag(sys.argv[1], json.loads(sys.argv[2]))\n"
+    f"print({RESULT_PREFIX!r} + json.dumps({{'run_id': run.run_id, 'state': run.state, 'states': states, "
+    "'summary': summary}, default=str), flush=True)\n"
+)
+
+
+def printed_dag_test(dag_id: str, conf: dict[str, Any], *, timeout: float = 1800) -> tuple[str, dict[str, Any]]:
+    """``run_dag`` in a child process (this process's environment: connections, Airflow home): what it
+    printed, and the run's id, state, task states and report summary."""
+    result = subprocess.run([sys.executable, "-c", RUN_AND_PRINT, dag_id, json.dumps(conf)], capture_output=True,
+                            text=True, env=dict(os.environ), timeout=timeout)
+    lines = [line for line in result.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert result.returncode == 0 and lines, f"dag.test() of {dag_id} failed:\n{result.stdout[-5000:]}" \
+                                             f"\n{result.stderr[-5000:]}"
+    return result.stdout, json.loads(lines[-1][len(RESULT_PREFIX):])
 
 
 def task_log(output: str, task_id: str) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 from tests.e2e.maintenance.conftest import run_dag
 from tests.integration.maintenance.test_message_inconsistencies_job import break_messages, projection_equals_truth
 from tests.support.maintenance import seed_mail, table_checksum
+from tests.support.task_logs import printed_dag_test, run_note, task_log
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -29,9 +30,22 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
     assert summary["detected"] == {"orphanImapUidEntry": 4, "orphanMessageIdEntry": 3, "outdatedMessageIdEntry": 2}
     assert table_checksum(session, "imapUidTable", "messageIdTable") == before
 
-    run, states, summary = run_dag(DAG_ID, {"slices": 4})
-    assert run.state == "success", states
-    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    printed, run = printed_dag_test(DAG_ID, {"slices": 4})
+    states, summary = run["states"], run["summary"]
+    assert run["state"] == "success", states
+    # The Spark task's log is read in one screen: the platform's progress and summary at its end, and
+    # short (Spark's own logging at WARN).
+    log = task_log(printed, "detect_repair_verify")
+    tail = "\n".join(log[-30:])
+    assert "progress: 4/4 slices" in tail and "SUMMARY solve-message-inconsistencies: COMPLETED" in tail, tail
+    assert "fixed:      9" in tail and "full report: s3://" in tail, tail
+    assert len(log) < 300, f"{len(log)} lines:\n" + "\n".join(log)
+    # The same summary is the run's note, where the operator looks first.
+    note = run_note(DAG_ID, run["run_id"])
+    assert note is not None and note.startswith("**solve-message-inconsistencies: COMPLETED**"), note
+    assert "fixed:      9" in note and f"s3://maintenance-reports/reports/{DAG_ID}__{run['run_id']}/" in note, note
+    assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
+                      "report": "success"}
     assert (summary["addedMessageIdEntries"], summary["removedMessageIdEntries"],
             summary["updatedMessageIdEntries"]) == (4, 3, 2)
     assert summary["processedImapUidEntries"] == len(seeded.all()) + 4   # what is left of the bulk, and the 4 appended
