@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap run stop status logs test unit integration lint lock compose-config
+.PHONY: bootstrap run stop status logs test unit fuzz integration lint lock compose-config
 
 bootstrap:            ## Debian packages, .venv from the lock, JVM artifacts (idempotent)
 	@./include/bootstrap.sh
@@ -27,6 +27,9 @@ test: bootstrap       ## the whole suite against real services (starts the backe
 
 unit: bootstrap       ## unit tests only: no servers
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+fuzz: bootstrap       ## the fuzzers of tests/unit/fuzz, random, 20x the examples of `make test` (FUZZ_FACTOR=n for n x)
+	@HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/unit/fuzz --hypothesis-show-statistics $(PYTEST_ARGS)
 
 lint:
 	@$(PY) -m ruff check .

@@ -1,0 +1,57 @@
+"""Fuzzing every WebAdmin route that reads a request body (memory adapters, every administered part
+present): whatever the body and its content type, the answer is a 2xx, or a 4xx in James's error
+shape, never a 5xx.
+
+The routes are called on entities that exist (a domain, a user with an INBOX, a mail queue, a mail
+repository), so a body gets past the path's checks to the code that reads it. Tasks are submitted but
+never run (no worker): what is fuzzed is the request, not the task. Maintenance mode, which a valid
+``PUT /maintenance`` switches on, is switched off after each request, as the next one expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.unit.fuzz.profiles import budget
+from tests.unit.fuzz.webadmin_inputs import bodies, content_types
+from tests.unit.webadmin.every_part_support import DOMAIN, REPOSITORY, USER, every_part_client
+from tests.unit.webadmin.webadmin_support import error
+
+ROUTES = [
+    ("PUT", f"/users/{USER}"), ("PUT", f"/users/new@{DOMAIN}"), ("POST", f"/users/{USER}/verify"),
+    ("PUT", "/mappings"), ("PUT", f"/domainMappings/{DOMAIN}"), ("DELETE", f"/domainMappings/{DOMAIN}"),
+    ("PUT", "/maintenance"), ("PATCH", "/mailQueues/spool?delayed=true"), ("POST", "/mailQueues/spool?delayed=true"),
+    ("PATCH", f"/mailRepositories/{REPOSITORY}/mails"), ("PATCH", f"/mailRepositories/{REPOSITORY}/mails/some-key"),
+    ("PUT", "/quota"), ("PUT", f"/quota/users/{USER}"), ("PUT", f"/quota/domains/{DOMAIN}"),
+    ("PUT", "/quota/count"), ("PUT", "/quota/size"), ("PUT", f"/quota/users/{USER}/count"),
+    ("PUT", f"/quota/users/{USER}/size"), ("PUT", f"/quota/domains/{DOMAIN}/count"),
+    ("PUT", f"/quota/domains/{DOMAIN}/size"), ("POST", f"/deletedMessages/users/{USER}/messages"),
+    ("POST", f"/deletedMessages/users/{USER}?action=restore"),
+    ("POST", f"/deletedMessages/users/{USER}?action=export&exportTo=postmaster@{DOMAIN}"),
+    ("POST", "/cassandra/version/upgrade"),
+]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with every_part_client() as (client, _):
+        yield client
+
+
+@budget(300)
+@given(route=st.sampled_from(ROUTES), body=bodies, content_type=content_types)
+def test_every_body_gets_a_2xx_or_a_4xx_in_james_shape(client, route, body, content_type):
+    method, path = route
+    headers = {"Content-Type": content_type} if content_type else {}
+    try:
+        response = client.request(method, path, content=body, headers=headers)
+    finally:
+        client.delete("/maintenance")
+    assert response.status_code < 500, f"{method} {path} {body[:200]!r} -> {response.status_code} {response.text[:300]}"
+    if response.status_code >= 400:
+        error(response)
