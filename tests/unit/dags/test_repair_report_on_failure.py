@@ -48,6 +48,10 @@ def test_the_summary_is_the_xcom_whether_the_run_converged_or_not(report_task, m
         summary = ti.pushed["return_value"]
     else:
         summary = task.python_callable(**context)
-        assert ti.pushed == {}   # Airflow pushes the return value itself
+        assert "return_value" not in ti.pushed   # Airflow pushes the return value itself
     assert read == [("full-reindexing", "reindex_mailboxes/webadmin__1")]
+    # The run's note, converged or not (the listener of plugins/mailplatform_run_notes.py puts it on the run).
+    assert ti.pushed["run_note"].startswith(f"**full-reindexing: {content['outcome']}**")
+    note = ti.pushed["run_note"]
+    assert "s3://maintenance-reports/reports/reindex_mailboxes__webadmin__1/full-reindexing.json" in note
     assert summary["messageFailures"] == PARTIAL["messageFailures"] and "errors" not in summary

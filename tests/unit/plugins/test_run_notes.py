@@ -50,3 +50,21 @@ def test_the_note_a_task_pushed_is_on_the_run_when_it_ends(note_dag: Any, fail: 
 
     assert run.state == ("failed" if fail else "success")
     assert run_note(DAG_ID, run.run_id) == NOTE
+
+
+def test_a_note_a_person_wrote_on_the_run_is_kept(note_dag: Any) -> None:
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from mailplatform.run_notes import write_note
+    from sqlalchemy import select
+
+    run = note_dag.test(run_conf={"fail": False})
+    with create_session() as session:
+        stored = session.scalar(select(DagRun).where(DagRun.dag_id == DAG_ID, DagRun.run_id == run.run_id))
+        stored.dag_run_note.content, stored.dag_run_note.user_id = "re-run after the fix, see ticket", "ops"
+
+    with create_session() as session:   # the run ends again (cleared and re-run): the listener writes
+        write_note(session.scalar(select(DagRun).where(DagRun.dag_id == DAG_ID, DagRun.run_id == run.run_id)),
+                   session)
+
+    assert run_note(DAG_ID, run.run_id) == "re-run after the fix, see ticket"
