@@ -15,6 +15,14 @@ throttled row-by-row scans: both tables are read through the connector and joine
 Every fix re-reads both rows at SERIAL consistency first and does nothing when the
 inconsistency is gone. imapUidTable is never written, so the procedure is safe online and a
 re-run converges. Scope: everything, one user (``--user``) or mailboxes (``--mailbox-id``).
+
+Detection is one pass over both tables (``docs/benchmarks.md``): each side reads the compared columns
+only and reduces them to a digest before the shuffle, the two sides meet in one full outer join on
+(mailboxId, uid), and only the rows that may be inconsistent are kept (cached; never the tables; the
+row counts of the report are observed on the scans as they stream). The one check that needs more
+than a row's own pair, whether an orphan candidate's (messageId, mailboxId) is in the truth at another
+uid, looks the candidates up in imapUidTable by partition key (the connector's direct join) instead of
+scanning the truth again.
 """
 
 from __future__ import annotations
@@ -45,38 +53,79 @@ REQUIRED_FOR_PROJECTION = ("internaldate", "bodystartoctet", "fullcontentoctets"
 ITEM_COLUMNS = ("kind", "mailboxid", "uid", "messageid")
 
 
-def _normalised(df: DataFrame, prefix: str) -> DataFrame:
-    """Comparable columns: user flags sorted, a missing set equal to an empty one (Cassandra stores both as null)."""
+# The orphan check looks the candidates' (messageId, mailboxId) up in imapUidTable by partition key (the
+# connector's direct join): a handful of reads where a table scan would be a second pass over the truth.
+DIRECT_JOIN = {"directJoinSetting": "on", "spark.cassandra.concurrent.reads": "64"}
+
+
+def _digested(df: DataFrame, prefix: str) -> DataFrame:
+    """(mailboxid, uid, <prefix>messageid, <prefix>row, <prefix>digest): the compared columns reduced to two
+    independent hashes (96 bits) of their normalised values and of which of them are null, so that the
+    join shuffles a few columns instead of all. User flags are sorted and a missing set equals an empty
+    one (Cassandra stores both as null)."""
     from pyspark.sql import functions as F
 
-    cols = [F.col(c).alias(prefix + c) for c in COMPARED_COLUMNS if c != "userflags"]
-    flags = F.coalesce(F.array_sort(F.col("userflags")), F.array().cast("array<string>")).alias(prefix + "userflags")
-    return df.select(F.col("mailboxid"), F.col("uid"), *cols, flags)
+    values = []
+    for c in COMPARED_COLUMNS[1:]:
+        if c == "userflags":
+            values.append(F.coalesce(F.array_sort(F.col(c)), F.array().cast("array<string>")))
+        else:
+            values += [F.col(c), F.col(c).isNull()]
+    digest = F.struct(F.xxhash64(*values).alias("x"), F.hash(*values).alias("m"))
+    return df.select("mailboxid", "uid", F.col("messageid").alias(prefix + "messageid"),
+                     F.lit(True).alias(prefix + "row"), digest.alias(prefix + "digest"))
 
 
-def _differs(left: str, right: str) -> Column:
-    from functools import reduce
-
+def classified(imap_uid: DataFrame, message_id: DataFrame) -> DataFrame:
+    """Pure: one row per (mailboxid, uid) in either table, with both message ids, which table has a row
+    (``t_row``, ``p_row``: true or null) and whether the two rows differ in a compared column."""
     from pyspark.sql import functions as F
 
-    equal = [F.col(left + c).eqNullSafe(F.col(right + c)) for c in COMPARED_COLUMNS]
-    return ~reduce(lambda a, b: a & b, equal)
+    joined = _digested(imap_uid, "t_").join(_digested(message_id, "p_"), ["mailboxid", "uid"], "full_outer")
+    differs = ~F.col("t_messageid").eqNullSafe(F.col("p_messageid")) | (F.col("t_digest") != F.col("p_digest"))
+    return joined.select("mailboxid", "uid", "t_messageid", "p_messageid", "t_row", "p_row",
+                         (F.col("t_row") & F.col("p_row") & differs).alias("differs"))
+
+
+def orphan_candidate() -> Column:
+    """A projection row whose message is not at its (mailboxid, uid) in the truth: an orphan unless the
+    truth has that (messageId, mailboxId) at another uid (James's rule)."""
+    from pyspark.sql import functions as F
+
+    return F.col("p_row") & (F.col("t_row").isNull() | ~F.col("t_messageid").eqNullSafe(F.col("p_messageid")))
+
+
+def flagged() -> Column:
+    """The ``classified`` rows that may yield an item: a missing or outdated projection, an orphan candidate."""
+    from pyspark.sql import functions as F
+
+    return (F.col("t_row") & F.col("p_row").isNull()) | F.col("differs") | orphan_candidate()
+
+
+def inconsistencies(rows: DataFrame, truth_pairs: DataFrame) -> DataFrame:
+    """Pure on ``classified`` rows: the items (kind, mailboxid, uid, messageid). ``truth_pairs``: the
+    (messageid, mailboxid) pairs of the truth, looked up for the orphan candidates only (in the job, the
+    imapUidTable relation itself, which the connector turns into lookups by partition key)."""
+    from pyspark.sql import functions as F
+
+    missing = (rows.filter(F.col("t_row") & F.col("p_row").isNull())
+               .select(F.lit(ORPHAN_IMAP_UID).alias("kind"), "mailboxid", "uid",
+                       F.col("t_messageid").alias("messageid")))
+    outdated = (rows.filter(F.col("differs"))
+                .select(F.lit(OUTDATED_MESSAGE_ID).alias("kind"), "mailboxid", "uid",
+                        F.col("t_messageid").alias("messageid")))
+    candidates = rows.filter(orphan_candidate()).select("mailboxid", "uid", F.col("p_messageid").alias("messageid"))
+    keys = ["messageid", "mailboxid"]
+    wanted = candidates.filter(F.col("messageid").isNotNull()).select(*keys).distinct()
+    found = wanted.join(truth_pairs.select(*keys), keys, "inner").distinct()
+    orphans = (candidates.join(F.broadcast(found), keys, "left_anti")
+               .select(F.lit(ORPHAN_MESSAGE_ID).alias("kind"), "mailboxid", "uid", "messageid"))
+    return orphans.unionByName(missing).unionByName(outdated)
 
 
 def message_inconsistencies(imap_uid: DataFrame, message_id: DataFrame) -> DataFrame:
     """Pure: the inconsistent items (kind, mailboxid, uid, messageid) between the two tables."""
-    from pyspark.sql import functions as F
-
-    truth_pairs = imap_uid.select("messageid", "mailboxid").distinct()
-    orphan_projection = (message_id.join(truth_pairs, ["messageid", "mailboxid"], "left_anti")
-                         .select(F.lit(ORPHAN_MESSAGE_ID).alias("kind"), "mailboxid", "uid", "messageid"))
-    missing_projection = (imap_uid.join(message_id.select("mailboxid", "uid"), ["mailboxid", "uid"], "left_anti")
-                          .select(F.lit(ORPHAN_IMAP_UID).alias("kind"), "mailboxid", "uid", "messageid"))
-    both = _normalised(imap_uid, "t_").join(_normalised(message_id, "p_"), ["mailboxid", "uid"])
-    outdated = (both.filter(_differs("t_", "p_"))
-                .select(F.lit(OUTDATED_MESSAGE_ID).alias("kind"), "mailboxid", "uid",
-                        F.col("t_messageid").alias("messageid")))
-    return orphan_projection.unionByName(missing_projection).unionByName(outdated)
+    return inconsistencies(classified(imap_uid, message_id), imap_uid)
 
 
 def _same_row(truth: dict[str, Any], projection: dict[str, Any]) -> bool:
@@ -113,6 +162,7 @@ class SolveMessageInconsistencies(Procedure):
         return options
 
     def detect(self, spark: SparkSession, settings: JobSettings) -> Detection:
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         columns = ["mailboxid", "uid", *COMPARED_COLUMNS]
@@ -122,9 +172,17 @@ class SolveMessageInconsistencies(Procedure):
         if scope is not None:
             imap_uid = imap_uid.filter(F.col("mailboxid").isin(scope))
             message_id = message_id.filter(F.col("mailboxid").isin(scope))   # partition key: pushed down
-        imap_uid, message_id = imap_uid.cache(), message_id.cache()
-        processed = {"processedImapUidEntries": imap_uid.count(), "processedMessageIdEntries": message_id.count()}
-        return Detection(message_inconsistencies(imap_uid, message_id), processed)
+        # One pass over Cassandra: both scans counted as they stream (observed metrics), reduced to digests,
+        # joined; only the flagged rows are kept.
+        truth_seen, projection_seen = Observation(), Observation()
+        rows = classified(imap_uid.observe(truth_seen, F.count(F.lit(1)).alias("rows")),
+                          message_id.observe(projection_seen, F.count(F.lit(1)).alias("rows")))
+        kept = rows.filter(flagged()).cache()
+        kept.count()
+        processed = {"processedImapUidEntries": int(truth_seen.get["rows"]),
+                     "processedMessageIdEntries": int(projection_seen.get["rows"])}
+        truth_pairs = read_table(spark, settings, "imapuidtable", ["messageid", "mailboxid"], DIRECT_JOIN)
+        return Detection(inconsistencies(kept, truth_pairs), processed)
 
     def report_fields(self, detection: Detection, result: Any) -> dict[str, Any]:
         counters = {"addedMessageIdEntries": 0, "updatedMessageIdEntries": 0, "removedMessageIdEntries": 0}

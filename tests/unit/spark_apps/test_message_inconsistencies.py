@@ -12,6 +12,9 @@ from spark_apps.jobs.solve_message_inconsistencies import (
     ORPHAN_MESSAGE_ID,
     OUTDATED_MESSAGE_ID,
     _same_row,
+    classified,
+    flagged,
+    inconsistencies,
     message_inconsistencies,
 )
 
@@ -66,3 +69,35 @@ def test_same_row_treats_missing_user_flags_as_empty():
     assert _same_row(base, {**base, "userflags": set()})
     assert not _same_row(base, {**base, "userflags": {"x"}})
     assert not _same_row(base, {**base, "modseq": 2})
+
+
+def kinds_of(found) -> list[tuple[str, int, str | None]]:
+    return sorted((r.kind, r.uid, r.messageid) for r in found.collect())
+
+
+def test_only_the_rows_that_may_be_inconsistent_are_kept_and_they_give_every_item(spark):
+    # m2 is at uid 2 in the truth and also (stale) at uid 5 in the projection: not an orphan (James's rule);
+    # "gone" is nowhere in the truth: an orphan; a projection row without message id is one too.
+    truth = spark.createDataFrame([row(1, "m1"), row(2, "m2"), row(3, "m3"), row(4, "m4", seen=True)], SCHEMA)
+    projection = spark.createDataFrame([row(1, "m1"), row(2, "m2"), row(4, "m4"), row(5, "m2"), row(6, "gone"),
+                                        row(7, None)], SCHEMA)
+    kept = classified(truth, projection).filter(flagged())
+    assert sorted(r.uid for r in kept.collect()) == [3, 4, 5, 6, 7]   # the consistent rows 1 and 2 are not kept
+    assert kinds_of(inconsistencies(kept, truth)) == [(ORPHAN_IMAP_UID, 3, "m3"), (ORPHAN_MESSAGE_ID, 6, "gone"),
+                                                      (ORPHAN_MESSAGE_ID, 7, None), (OUTDATED_MESSAGE_ID, 4, "m4")]
+
+
+def test_a_projection_row_over_another_message_is_outdated_and_an_orphan(spark):
+    assert detect(spark, [row(1, "m1")], [row(1, "other")]) == [(ORPHAN_MESSAGE_ID, 1), (OUTDATED_MESSAGE_ID, 1)]
+
+
+def test_a_null_column_differs_from_any_value_in_the_compared_digest(spark):
+    def with_seen(seen):
+        return (MBX, 1, "m1", "m1", 1, False, False, False, False, False, seen, False, None, WHEN, WHEN, 120, 1000,
+                "header-blob")
+
+    # the digest must tell null from false, and a null in one column from a null in another
+    assert detect(spark, [with_seen(None)], [with_seen(False)]) == [(OUTDATED_MESSAGE_ID, 1)]
+    swapped = [(MBX, 1, "m1", "m1", 1, None, False, False, False, False, True, False, None, WHEN, WHEN, 120, 1000, "h")]
+    other = [(MBX, 1, "m1", "m1", 1, True, False, False, False, False, None, False, None, WHEN, WHEN, 120, 1000, "h")]
+    assert detect(spark, swapped, other) == [(OUTDATED_MESSAGE_ID, 1)]
