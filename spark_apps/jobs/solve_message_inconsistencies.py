@@ -128,6 +128,12 @@ def message_inconsistencies(imap_uid: DataFrame, message_id: DataFrame) -> DataF
     return inconsistencies(classified(imap_uid, message_id), imap_uid)
 
 
+def _observed(observation: Any, table: DataFrame) -> int:
+    """The rows an observed scan counted; counted again (keys only) if Spark delivered no metrics."""
+    rows = observation.get.get("rows")
+    return int(rows) if rows is not None else table.count()
+
+
 def _same_row(truth: dict[str, Any], projection: dict[str, Any]) -> bool:
     def norm(row: dict[str, Any], col: str) -> Any:
         value = row.get(col)
@@ -143,6 +149,11 @@ class SolveMessageInconsistencies(Procedure):
     def __init__(self) -> None:
         self.user: str | None = None
         self.mailbox_ids: tuple[str, ...] = ()
+        self._kept: DataFrame | None = None   # the driver's cache of the last detection
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What executors get (the repairs): the options, never the driver's DataFrame."""
+        return {**self.__dict__, "_kept": None}
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         scope = parser.add_mutually_exclusive_group()
@@ -174,13 +185,17 @@ class SolveMessageInconsistencies(Procedure):
             message_id = message_id.filter(F.col("mailboxid").isin(scope))   # partition key: pushed down
         # One pass over Cassandra: both scans counted as they stream (observed metrics), reduced to digests,
         # joined; only the flagged rows are kept.
+        # The verifying detection must read Cassandra again: an equivalent plan would be served from the first
+        # detection's cache (stale, and without observed metrics).
+        if self._kept is not None:
+            self._kept.unpersist()
         truth_seen, projection_seen = Observation(), Observation()
         rows = classified(imap_uid.observe(truth_seen, F.count(F.lit(1)).alias("rows")),
                           message_id.observe(projection_seen, F.count(F.lit(1)).alias("rows")))
-        kept = rows.filter(flagged()).cache()
+        self._kept = kept = rows.filter(flagged()).cache()
         kept.count()
-        processed = {"processedImapUidEntries": int(truth_seen.get["rows"]),
-                     "processedMessageIdEntries": int(projection_seen.get["rows"])}
+        processed = {"processedImapUidEntries": _observed(truth_seen, imap_uid),
+                     "processedMessageIdEntries": _observed(projection_seen, message_id)}
         truth_pairs = read_table(spark, settings, "imapuidtable", ["messageid", "mailboxid"], DIRECT_JOIN)
         return Detection(inconsistencies(kept, truth_pairs), processed)
 
