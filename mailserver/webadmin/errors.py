@@ -51,8 +51,14 @@ def conflict(message: str, details: str | None = None) -> WebAdminError:
 
 
 def error_response(status: int, type_: str, message: str, details: str | None = None) -> JSONResponse:
-    return JSONResponse({"statusCode": status, "type": type_, "message": message, "details": details},
-                        status_code=status)
+    return JSONResponse({"statusCode": status, "type": type_, "message": _encodable(message),
+                         "details": _encodable(details)}, status_code=status)
+
+
+def _encodable(text: str | None) -> str | None:
+    """``text`` with any lone surrogate written as its escape (``\\ud800``): a message that quotes a JSON
+    body's ``"\\ud800"`` is still sent, UTF-8 having no encoding for it."""
+    return None if text is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def install(app: FastAPI) -> None:

@@ -242,6 +242,13 @@ class _Routes:
         target = payload.get("mailRepository") if isinstance(payload, dict) else None
         if not isinstance(target, str) or not target:
             raise bad_request("'mailRepository' (the target repository path) is compulsory")
+        # The target is created as PUT creates one: a path without its protocol, and printable, which every
+        # later listing can show and encode (a lone surrogate, "\ud800" in the JSON body, failed each of them).
+        if _URL_PREFIX.match(target):
+            raise bad_request(f"the repository path '{target}' starts with a protocol: give the path alone "
+                              f"(var/mail/name/)")
+        if not target.isprintable():
+            raise bad_request("'mailRepository' must be printable text (no control character nor lone surrogate)")
         source_url = self.url(path)
         source = self.repositories.select(source_url)
         destination = self.repositories.select(f"{source_url.split('://', 1)[0]}://{target}")

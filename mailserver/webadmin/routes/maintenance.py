@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
@@ -14,9 +14,19 @@ from mailserver.maintenance.guard import MaintenanceGuard
 MAX_DURATION_SECONDS = 7 * 24 * 3600
 
 
+def _unicode(text: str) -> str:
+    """The reason is stored, then answered by every GET and logged: text UTF-8 cannot carry (a lone
+    surrogate, ``"\\ud800"`` in the JSON body) is refused now rather than failing each later answer."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be Unicode text (a lone surrogate is not)") from None
+    return text
+
+
 class MaintenanceRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: StrictStr | None = None
+    reason: Annotated[StrictStr, AfterValidator(_unicode)] | None = None
     # The cluster leaves maintenance by itself this many seconds from now (a window a crashed
     # client cannot keep open); absent: until switched off. At most a week: beyond is a typo.
     maxDurationSeconds: StrictInt | None = Field(None, gt=0, le=MAX_DURATION_SECONDS)

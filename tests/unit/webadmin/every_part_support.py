@@ -35,7 +35,7 @@ from tests.unit.webadmin.webadmin_support import FULL, make_context
 
 DOMAIN, USER = "parts.test", "bob@parts.test"
 REPOSITORY_URL = "memory://var/mail/error/"
-REPOSITORY = "memory%3A%2F%2Fvar%2Fmail%2Ferror%2F"   # as a path segment
+REPOSITORY = "var%2Fmail%2Ferror%2F"   # as WebAdmin paths name it
 
 
 @contextmanager
