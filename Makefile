@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap run stop status logs test unit fuzz integration lint lock compose-config
+.PHONY: bootstrap run stop status logs test test-cluster unit fuzz integration lint lock compose-config
 
 bootstrap:            ## Debian packages, .venv from the lock, JVM artifacts (idempotent)
 	@./include/bootstrap.sh
@@ -23,7 +23,11 @@ logs:
 test: bootstrap       ## the whole suite against real services (starts the backends it needs)
 	@$(PY) -m ruff check .
 	@$(PY) -m include.stack up --profile backends
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not cassandra_cluster" $(PYTEST_ARGS)
+
+test-cluster: bootstrap  ## the three-node Cassandra e2e (starts the cluster: about 2.4 GiB and 5 minutes more)
+	@$(PY) -m include.stack up --profile backends
+	@$(PY) -m pytest -m cassandra_cluster $(PYTEST_ARGS)
 
 unit: bootstrap       ## unit tests only: no servers
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
