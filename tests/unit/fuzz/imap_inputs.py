@@ -37,6 +37,9 @@ WORDS = [
     "0", "1", "2", "3", "4294967295", "4294967296", "99999999999999999999999", "-1", "1:*", "*:1", "1,2,3",
     "2:4,7", "1:", ":", ",", "1,,2", "*", "1:2:3",
 ]
+# The rest of a command line: any octets, or printable ASCII, which gets past the 8-bit refusal to the parsers.
+line_octets = st.one_of(st.binary(max_size=300),
+                        st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=300).map(str.encode))
 _LITERAL_MARK = re.compile(rb"\{\d{1,12}\+?\}$")
 _ATOM_CHARS = st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters='(){ %*"\\]')
 

@@ -17,7 +17,7 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from mailserver.model.mailbox import MailboxPath
-from tests.unit.fuzz.imap_inputs import commands, grammar_commands
+from tests.unit.fuzz.imap_inputs import commands, grammar_commands, line_octets
 from tests.unit.fuzz.mime_inputs import HOSTILE_MESSAGES, messages
 from tests.unit.fuzz.profiles import budget
 from tests.unit.imap.conftest import PASSWORD, USER, World, make_world
@@ -28,7 +28,8 @@ RESYNC = b"zz9"
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    w = make_world(max_append_size=4 * 1024 * 1024)
+    # No per-address cap: connections of earlier examples may still be counted when the next one connects.
+    w = make_world(max_append_size=4 * 1024 * 1024, max_connections_per_ip=None)
     try:
         yield w
     finally:
@@ -89,8 +90,25 @@ PREFIXES = [b"", b"r1 ", b"r1 FETCH 1 ", b"r1 UID FETCH 1:* ", b"r1 SEARCH ", b"
 
 
 @budget(100)
-@given(prefix=st.sampled_from(PREFIXES), octets=st.binary(max_size=300))
+@given(prefix=st.sampled_from(PREFIXES), octets=line_octets)
 def test_any_line_of_octets_gets_an_answer_and_the_session_goes_on(world, client, prefix, octets):
     line = prefix + octets.replace(b"\n", b"").rstrip(b"}") + b"\r\n"   # no literal marker: nothing would follow
     refill(world)
     assert_answered(line, exchange(client, line))
+
+
+BEFORE_LOGIN = [b"", b"p1 ", b"p1 LOGIN ", b"p1 LOGIN alice ", b"p1 AUTHENTICATE PLAIN ", b"p1 AUTHENTICATE ",
+                b"p1 ID ", b"p1 CAPABILITY ", b"p1 STARTTLS ", b"p1 SELECT ", b"p1 APPEND INBOX "]
+
+
+@budget(100)
+@given(prefix=st.sampled_from(BEFORE_LOGIN), octets=line_octets)
+def test_any_line_before_login_gets_an_answer_and_the_session_goes_on(world, prefix, octets):
+    line = prefix + octets.replace(b"\n", b"").rstrip(b"}")
+    assume(b"AUTHENTICATE" not in prefix or line[len(prefix):].strip())   # without it, a continuation is asked
+    client = RawImap(world.port, timeout=60)
+    try:
+        client.send(line + b"\r\n" + RESYNC + b" CAPABILITY\r\n")
+        assert_answered(line, client.until_tagged(RESYNC))
+    finally:
+        client.close()
