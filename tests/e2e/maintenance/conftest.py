@@ -93,3 +93,19 @@ def webadmin_get(server: WebAdminProcess, path: str) -> Any:
     request = urllib.request.Request(server.webadmin_url + path, headers={"Password": WEBADMIN_PASSWORD})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"null")
+
+
+def assert_refused(dag_id: str, conf: dict[str, Any], match: str) -> None:
+    """Refused before any work: by the trigger's param schema (an error naming the param) or, for
+    ranges and combinations, by the ``check_params`` first task (the run fails there, nothing succeeds)."""
+    import re
+
+    try:
+        run = load_dag(dag_id).test(run_conf=conf)
+    except Exception as exc:   # the schema's refusal, whatever Airflow wraps it in
+        assert re.search(match, str(exc)), exc
+        return
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    # The run's own state is not asserted: its leaf (the report) is skipped, so Airflow marks it success.
+    assert states.get("check_params") == "failed", states
+    assert not [task for task, state in states.items() if state == "success"], states

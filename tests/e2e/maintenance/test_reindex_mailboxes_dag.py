@@ -17,7 +17,7 @@ from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.search.config import SearchConfig
 from mailserver.search.index import ensure_index, make_client
 from mailserver.search.mapping import index_body
-from tests.e2e.maintenance.conftest import load_dag, run_dag
+from tests.e2e.maintenance.conftest import assert_refused, run_dag
 from tests.integration.maintenance.test_reindex_mailboxes_job import indexed, truth
 from tests.support.mail_projections import mailbox_context, seed_users
 
@@ -81,6 +81,5 @@ def test_dry_run_rebuild_damage_fix_outdated_then_nothing(maintenance_airflow, m
 @pytest.mark.parametrize("conf", [{"mode": "everything"}, {"mailbox_id": "not-an-id"}, {"uid": 0},
                                   {"messages_per_second": 0}, {"read_alias": "bad alias"}])
 def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow, conf):
-    with pytest.raises(Exception, match=r"mode|mailbox_id|uid|messages_per_second|read_alias|not one of|"
-                                        r"does not match|minimum|less than"):
-        load_dag(DAG_ID).test(run_conf=conf)
+    assert_refused(DAG_ID, conf, r"mode|mailbox_id|uid|messages_per_second|read_alias|not one of|"
+                                 r"does not match|minimum|less than")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.maintenance.conftest import load_dag, run_dag
+from tests.e2e.maintenance.conftest import assert_refused, run_dag
 from tests.support.maintenance import table_checksum
 from tests.support.rrt_maintenance import (
     break_mappings,
@@ -52,6 +52,4 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
 
 
 def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow):
-    dag = load_dag(DAG_ID)
-    with pytest.raises(Exception, match=r"rate|exclusiveMinimum|less than or equal"):
-        dag.test(run_conf={"rate": 0})
+    assert_refused(DAG_ID, {"rate": 0}, r"rate|exclusiveMinimum|less than or equal")
