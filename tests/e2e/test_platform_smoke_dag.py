@@ -28,7 +28,7 @@ def test_smoke_dag_runs_spark_job_and_verifies_result(stack, spark_env, airflow_
         run = dag.test(run_conf={"keyspace": keyspace, "users": 4, "messages_per_user": 3})
 
         states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-        assert states == {"seed": "success", "spark_totals": "success", "verify": "success"}
+        assert states == {"check_params": "success", "seed": "success", "spark_totals": "success", "verify": "success"}
         assert run.state == "success"
         # Independent check of what Spark wrote (the DAG's own verify task could be wrong too).
         cluster = cassandra_cluster(stack)

@@ -42,7 +42,8 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
 
     run, states, summary = run_dag(DAG_ID, {**bucket, "slices": 2})
     assert run.state == "success", states
-    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
+                      "report": "success"}
     assert summary["type"] == "RecomputeAllFastViewProjectionItemsTask" and summary["outcome"] == "COMPLETED"
     assert (summary["processedUserCount"], summary["processedMessageCount"]) == (len(users), len(lost))
     assert (summary["failedUserCount"], summary["failedMessageCount"]) == (0, 0)

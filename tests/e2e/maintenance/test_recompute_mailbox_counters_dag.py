@@ -33,7 +33,8 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
 
     run, states, summary = run_dag(DAG_ID, {"slices": 2})
     assert run.state == "success", states
-    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
+                      "report": "success"}
     wrong = len(broken.counters) + len(broken.projection)
     assert summary["detected"] == {"outdatedMailboxCounters": wrong}
     assert (summary["processedMailboxes"], summary["failedMailboxes"], summary["recomputedMailboxes"]) == (

@@ -54,7 +54,8 @@ def test_dry_run_rebuild_damage_fix_outdated_then_nothing(maintenance_airflow, m
 
     run, states, summary = run_dag(DAG_ID, {**conf, "mode": "rebuildAll"})
     assert run.state == "success", states
-    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
+                      "report": "success"}
     assert summary["type"] == "full-reindexing" and summary["indexedMessageCount"] == 50
     assert indexed(client, search) == truth(session)
 

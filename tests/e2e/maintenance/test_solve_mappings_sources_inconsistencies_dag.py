@@ -37,7 +37,8 @@ def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_
 
     run, states, summary = run_dag(DAG_ID, {"slices": 2})
     assert run.state == "success", states
-    assert states == {"backends_healthy": "success", "detect_repair_verify": "success", "report": "success"}
+    assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
+                      "report": "success"}
     assert (summary["successfulMappingsCount"], summary["errorMappingsCount"]) == (5, 0)
     assert (summary["addedMappingsSources"], summary["removedMappingsSources"]) == (3, 2)
     assert summary["processedRrtEntries"] == len(seeded.pairs) + 3
