@@ -33,7 +33,7 @@ unit: bootstrap       ## unit tests only: no servers
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
 fuzz: bootstrap       ## the fuzzers of tests/unit/fuzz, random, 20x the examples of `make test` (FUZZ_FACTOR=n for n x)
-	@HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/unit/fuzz --hypothesis-show-statistics $(PYTEST_ARGS)
+	@HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/unit/fuzz --timeout=7200 --hypothesis-show-statistics $(PYTEST_ARGS)
 
 lint:
 	@$(PY) -m ruff check .

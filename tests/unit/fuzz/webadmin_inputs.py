@@ -1,6 +1,8 @@
 """Hostile WebAdmin request bodies for the fuzzer: any JSON value, objects with the fields the routes read
 holding values of every JSON type and of hostile sizes (thousands of digits, 1e999, deep nesting),
-JSON text no parser should accept, and raw octets; sent with or without a content type."""
+JSON text no parser should accept, and raw octets; sent with or without a content type. ``shaped``
+fills a route's own body shape with values that are valid as often as hostile, so the fuzzer gets past
+the first check to the code that uses them."""
 
 from __future__ import annotations
 
@@ -56,5 +58,33 @@ bodies = st.one_of(
     st.binary(max_size=200),
     st.sampled_from([b"", b"\xef\xbb\xbf{}", b"{", b"}", b"{'a': 1}", b'{"a":1,}', b"\x00", b"a=1&b=2"]),
 )
-content_types = st.sampled_from([None, "application/json", "text/plain", "application/x-www-form-urlencoded",
-                                 "multipart/form-data; boundary=x", "application/json; charset=latin-1"])
+content_types = st.one_of(st.none(), st.sampled_from([
+    "application/json", "text/plain", "multipart/form-data", "application/x-www-form-urlencoded",
+    "application/json; charset=latin-1"]))
+
+# Each route's body: a template and, for each of its values ({}), what the route accepts there.
+SHAPES: dict[str, tuple[str, list[list[str]]]] = {
+    "user": ('{{"password":{}}}', [['"secret-password"', '"p"']]),
+    "quota": ('{{"count":{},"size":{}}}', [["1", "-1", "null", "9223372036854775807"]] * 2),
+    "maintenance": ('{{"reason":{},"maxDurationSeconds":{}}}', [['"window"', "null"], ["60", "604800", "null"]]),
+    "flush": ('{{"delayed":{}}}', [["false"]]),
+    "move": ('{{"mailRepository":{}}}', [['"var/mail/x/"', '"var/mail/caf\\u00e9/"']]),
+    "vault": ('{{"combinator":"and","criteria":[{{"fieldName":{},"operator":{},"value":{}}}],"limit":{}}}',
+              [['"subject"', '"deliveryDate"', '"recipients"', '"hasAttachment"'],
+               ['"contains"', '"beforeOrEquals"', '"equals"'], ['"x"', '"2026-11-25T08:00:00Z"', '"true"'],
+               ["10", "null"]]),
+    "mappings": ('{{{}:[{{"type":{},"mapping":{}}}]}}',
+                 [['"a@parts.test"'], ['"Address"', '"Domain"', '"Forward"'], ['"b@parts.test"', '"parts.test"']]),
+    "text": ("{}", [["parts.test", "1", "-1", "13"]]),
+}
+
+
+@st.composite
+def shaped(draw: st.DrawFn, shape: str) -> bytes:
+    """The route's body, each value accepted there three times in four, else hostile."""
+    template, accepted = SHAPES[shape]
+    values = [draw(st.one_of(st.sampled_from(ok), st.sampled_from(ok), st.sampled_from(ok), fragments))
+              for ok in accepted]
+    if shape == "mappings" and not values[0].startswith('"'):   # an object key is a string
+        values[0] = json.dumps(values[0])
+    return template.format(*values).encode()
