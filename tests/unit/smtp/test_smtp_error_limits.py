@@ -5,32 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import select
-from collections.abc import Callable, Iterator
 
 import pytest
 
-from mailserver.queue.memory import MemoryMailQueue
 from mailserver.runtime.settings import ServeSettings, SettingsError
-from mailserver.smtp import SmtpConfig, SmtpServerThread
+from mailserver.smtp import SmtpConfig
 from mailserver.smtp.errors import SessionErrors
-from tests.unit.smtp.smtp_helpers import LOCAL, USER, RawClient, drain, make_server
+from tests.unit.smtp.smtp_helpers import LOCAL, USER, RawClient, drain
 
-Start = Callable[..., tuple[SmtpServerThread, MemoryMailQueue]]
 TOO_MANY_ERRORS = "421 4.7.0 mx.local.test Error: too many errors"
-
-
-@pytest.fixture
-def server() -> Iterator[Start]:
-    started: list[SmtpServerThread] = []
-
-    def start(**config: object) -> tuple[SmtpServerThread, MemoryMailQueue]:
-        thread, queue = make_server(**config)
-        started.append(thread)
-        return thread, queue
-
-    yield start
-    for thread in started:
-        thread.stop()
 
 
 def session(port: int) -> RawClient:

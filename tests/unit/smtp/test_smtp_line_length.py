@@ -3,30 +3,11 @@ that names the limit; command lines keep aiosmtpd's limit and its "too long" rep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 
-from mailserver.queue.memory import MemoryMailQueue
 from mailserver.runtime.settings import ServeSettings, SettingsError
-from mailserver.smtp import SmtpConfig, SmtpServerThread
-from tests.unit.smtp.smtp_helpers import USER, RawClient, drain, make_server
-
-Start = Callable[..., tuple[SmtpServerThread, MemoryMailQueue]]
-
-
-@pytest.fixture
-def server() -> Iterator[Start]:
-    started: list[SmtpServerThread] = []
-
-    def start(**config: object) -> tuple[SmtpServerThread, MemoryMailQueue]:
-        thread, queue = make_server(**config)
-        started.append(thread)
-        return thread, queue
-
-    yield start
-    for thread in started:
-        thread.stop()
+from mailserver.smtp import SmtpConfig
+from tests.unit.smtp.smtp_helpers import USER, RawClient, drain
 
 
 def send_mail(port: int, line: bytes) -> tuple[RawClient, str]:

@@ -3,32 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 
 from mailserver.model.address import MailAddress
-from mailserver.queue.memory import MemoryMailQueue
 from mailserver.runtime.settings import ServeSettings
-from mailserver.smtp import SmtpConfig, SmtpServerThread
-from tests.unit.smtp.smtp_helpers import LOCAL, OTHER_USER, POSTMASTER, USER, RawClient, drain, make_server
+from mailserver.smtp import SmtpConfig
+from tests.unit.smtp.smtp_helpers import LOCAL, OTHER_USER, POSTMASTER, USER, RawClient, drain
 
-Start = Callable[..., tuple[SmtpServerThread, MemoryMailQueue]]
 CONTENT = b"Subject: many\r\n\r\nbody\r\n.\r\n"
-
-
-@pytest.fixture
-def server() -> Iterator[Start]:
-    started: list[SmtpServerThread] = []
-
-    def start(**config: object) -> tuple[SmtpServerThread, MemoryMailQueue]:
-        thread, queue = make_server(**config)
-        started.append(thread)
-        return thread, queue
-
-    yield start
-    for thread in started:
-        thread.stop()
 
 
 def transaction(port: int) -> RawClient:

@@ -4,17 +4,13 @@ aiosmtpd's own included; only the greeting, the replies to HELO/EHLO and 3xx rep
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from mailserver.queue.memory import MemoryMailQueue
-from mailserver.smtp import SmtpServerThread
 from mailserver.smtp.replies import with_status_code
-from tests.unit.smtp.smtp_helpers import LOCAL, USER, RawClient, make_server, self_signed
+from tests.unit.smtp.smtp_helpers import LOCAL, USER, RawClient, self_signed
 
-Start = Callable[..., tuple[SmtpServerThread, MemoryMailQueue]]
 ENHANCED = re.compile(r"^\d{3}[ -]\d\.\d{1,3}\.\d{1,3}( |$)")
 
 # A session through the typical mistakes: each command's reply must carry a code.
@@ -55,20 +51,6 @@ COMMANDS = [
     "QUIT now",
     "QUIT",
 ]
-
-
-@pytest.fixture
-def server() -> Iterator[Start]:
-    started: list[SmtpServerThread] = []
-
-    def start(**config: object) -> tuple[SmtpServerThread, MemoryMailQueue]:
-        thread, queue = make_server(**config)
-        started.append(thread)
-        return thread, queue
-
-    yield start
-    for thread in started:
-        thread.stop()
 
 
 def test_ehlo_advertises_enhancedstatuscodes(server):
