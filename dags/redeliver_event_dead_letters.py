@@ -153,12 +153,14 @@ with DAG(
     spark = RedeliverySparkJob(task_id="detect_redeliver_verify", job=JOB, args_from_context=spark_args,
                                pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
-    @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
+    @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
     def report(**context: Any) -> dict[str, Any]:
         from mailplatform.hooks.reports import MaintenanceReportHook
+        from mailplatform.job_outcome import fail_when_job_never_ran
 
         from spark_apps.jobs.redeliver_event_dead_letters import task_type
 
+        fail_when_job_never_ran(context, "detect_redeliver_verify")
         try:
             content = MaintenanceReportHook().read(task_type(context["params"]["scope"]), run_key(context))
         except Exception as exc:   # waiting or retrying cannot produce it: fail at once

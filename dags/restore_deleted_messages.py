@@ -136,10 +136,12 @@ with DAG(
     spark = MailQueueSparkJob(task_id="restore", job=JOB, args_from_context=spark_args, pool=CASSANDRA_POOL,
                               retry_delay=timedelta(seconds=30))
 
-    @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
+    @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
     def report(**context: Any) -> dict[str, Any]:
         from mailplatform.hooks.reports import MaintenanceReportHook
+        from mailplatform.job_outcome import fail_when_job_never_ran
 
+        fail_when_job_never_ran(context, "restore")
         try:
             content = MaintenanceReportHook().read(TASK_TYPE, run_key(context))
         except Exception as exc:

@@ -177,10 +177,12 @@ def queue_dag(procedure: QueueProcedure) -> DAG:
         spark = MailQueueSparkJob(task_id=procedure.spark_task_id, job=procedure.job, args_from_context=spark_args,
                                   pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
-        @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
+        @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
         def report(**context: Any) -> dict[str, Any]:
             from mailplatform.hooks.reports import MaintenanceReportHook
+            from mailplatform.job_outcome import fail_when_job_never_ran
 
+            fail_when_job_never_ran(context, procedure.spark_task_id)
             try:
                 content = MaintenanceReportHook().read(procedure.report_type, run_key(context))
             except Exception as exc:

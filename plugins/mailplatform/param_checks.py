@@ -143,7 +143,11 @@ def check_params_task(rules: Sequence[Rule], live: Sequence[Rule] = ()) -> Any:
             try:
                 run_checks(params, rules, live, lookups)
             except ParamError as exc:
+                from mailplatform.job_outcome import REFUSAL_KEY
+
                 log.error("%s", exc)
+                # the report leaf repeats it, so a refused run is red and says why where it ends
+                context["ti"].xcom_push(key=REFUSAL_KEY, value=str(exc))
                 raise AirflowFailException(str(exc)) from None
         log.info("params checked: %s", {k: params[k] for k in sorted(params)})
         return {"checked": sorted(params)}

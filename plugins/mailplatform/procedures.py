@@ -149,12 +149,14 @@ def repair_dag(procedure: Procedure) -> DAG:
                                  pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30), maintenance_window=window,
                                  execution_timeout=window.max_duration if window else None)
 
-        @task(trigger_rule="one_done")   # after the job, failed or not; skipped when it never ran
+        @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
         def report(**context: Any) -> dict[str, Any]:
             from mailplatform.hooks.reports import MaintenanceReportHook
+            from mailplatform.job_outcome import fail_when_job_never_ran
             from mailplatform.run_notes import push_run_note, report_note
             from spark_apps.common.reports import ReportLocation
 
+            fail_when_job_never_ran(context, "detect_repair_verify")
             try:
                 content = MaintenanceReportHook().read(procedure.task_type, run_key(context))
             except Exception as exc:

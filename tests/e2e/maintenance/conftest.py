@@ -97,7 +97,8 @@ def webadmin_get(server: WebAdminProcess, path: str) -> Any:
 
 def assert_refused(dag_id: str, conf: dict[str, Any], match: str) -> None:
     """Refused before any work: by the trigger's param schema (an error naming the param) or, for
-    ranges and combinations, by the ``check_params`` first task (the run fails there, nothing succeeds)."""
+    ranges and combinations, by the ``check_params`` first task: the run fails, its refusal names the
+    param, and nothing else succeeds."""
     import re
 
     try:
@@ -105,7 +106,10 @@ def assert_refused(dag_id: str, conf: dict[str, Any], match: str) -> None:
     except Exception as exc:   # the schema's refusal, whatever Airflow wraps it in
         assert re.search(match, str(exc)), exc
         return
-    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-    # The run's own state is not asserted: its leaf (the report) is skipped, so Airflow marks it success.
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    states = {task_id: ti.state for task_id, ti in tis.items()}
+    assert run.state == "failed", states   # a refused run is red, never green
     assert states.get("check_params") == "failed", states
+    refusal = tis["check_params"].xcom_pull(task_ids="check_params", key="refusal")
+    assert refusal and re.search(match, refusal), refusal
     assert not [task for task, state in states.items() if state == "success"], states

@@ -15,8 +15,14 @@ PARTIAL = {"type": "full-reindexing", "outcome": "PARTIAL", "failedReprocessedMa
 
 
 class FakeTaskInstance:
+    dag_id = "reindex_mailboxes"
+    run_id = "webadmin__1"
+
     def __init__(self) -> None:
         self.pushed: dict[str, Any] = {}
+
+    def get_task_states(self, dag_id: str, run_ids: list[str]) -> dict[str, dict[str, str]]:
+        return {self.run_id: {"check_params": "success", "detect_repair_verify": "success"}}
 
     def xcom_push(self, key: str, value: Any) -> None:
         self.pushed[key] = value

@@ -31,7 +31,7 @@ def test_params_checked_then_gate_then_spark_job_then_report(dag):
     assert set(gate.components) == {"Cassandra backend", "ObjectStorage"}   # the purge DAG's gate
     assert spark.job == DAG_ID and spark.pool == "cassandra_maintenance"
     assert type(dag.timetable).__name__ == "NullTimetable"   # on demand only
-    assert report.trigger_rule == "one_done"   # skipped when the job never ran (a refused param)
+    assert report.trigger_rule == "all_done"   # runs (and fails, saying why) when the job never ran
 
 
 def test_the_job_ships_the_server_and_gets_the_broker(dag):
