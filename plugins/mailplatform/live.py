@@ -62,6 +62,14 @@ class Lookups:
     def dead_letter_exists(self, group: str, insertion_id: str) -> bool:
         return self._get(f"/events/deadLetter/groups/{urllib.parse.quote(group, safe='')}/{insertion_id}") is not None
 
+    def owns_mailboxes(self, user: str) -> bool:
+        """Mailboxes of ``user`` exist (in ``mailboxPathV3``, their truth) whether the user does or not."""
+        from mailplatform.hooks.cassandra import CassandraHook
+
+        with CassandraHook(self.cassandra_conn_id).session() as session:
+            query = session.prepare("SELECT mailboxName FROM mailboxPathV3 WHERE namespace = ? AND user = ? LIMIT 1")
+            return session.execute(query, ("#private", user)).one() is not None
+
     def missing_mailbox_ids(self, ids: list[str]) -> list[str]:
         from mailplatform.hooks.cassandra import CassandraHook
 
@@ -70,15 +78,20 @@ class Lookups:
             return [i for i in ids if session.execute(query, (uuid.UUID(i),)).one() is None]
 
 
-def user_exists(name: str = "user") -> Rule:
+def user_exists(name: str = "user", or_owns_mailboxes: bool = True) -> Rule:
+    """The user exists or, by default, still owns mailboxes: the data a repair is about outlives a
+    user removed from the repository (or one James's users never held, an LDAP user gone)."""
     def rule(params: Mapping[str, Any], lookups: Lookups) -> None:
         user = params.get(name)
         if not user or lookups.user_exists(user):
             return
+        if or_owns_mailboxes and lookups.owns_mailboxes(user):
+            return
         domain = user.rpartition("@")[2] if "@" in user else None
         where = "" if domain is None else (f" ({domain} is a domain of this server)" if lookups.domain_exists(domain)
                                            else f" ({domain} is not even a domain of this server)")
-        raise ParamError(name, f"no user {user}{where}")
+        mailboxes = ", nor any mailbox of theirs" if or_owns_mailboxes else ""
+        raise ParamError(name, f"no user {user}{mailboxes}{where}")
     return rule
 
 

@@ -1,12 +1,11 @@
 """The Airflow REST API adapter against the contract the memory adapter also passes, on the stack's Airflow.
 
-The DAG is the message-inconsistency repair in dry run, scoped to a user nobody has: a real
-run (health sensor, Spark, report) that reads little and writes nothing.
+The DAG is the message-inconsistency repair in dry run, scoped to a user of this session with one
+empty mailbox (``check_params`` refuses a user with neither account nor mailbox): a real run
+(health sensor, Spark, report) that reads little and writes nothing.
 """
 
 from __future__ import annotations
-
-import uuid
 
 import pytest
 
@@ -26,9 +25,16 @@ def dag_id() -> str:
     return "solve_message_inconsistencies"
 
 
+@pytest.fixture(scope="module")
+def contract_user(stack_keyspace) -> str:
+    from tests.support.maintenance import seed_mail
+
+    return seed_mail(stack_keyspace, users=1, mailboxes_per_user=1, messages_per_mailbox=0).users[0].value
+
+
 @pytest.fixture
-def conf() -> dict:
-    return {"dry_run": True, "user": f"contract-{uuid.uuid4().hex[:8]}@nobody.test"}
+def conf(contract_user) -> dict:
+    return {"dry_run": True, "user": contract_user}
 
 
 @pytest.fixture

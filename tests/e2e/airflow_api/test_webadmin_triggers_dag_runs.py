@@ -22,7 +22,6 @@ import pytest
 from include.stack.endpoints import Endpoints
 from include.stack.settings import StackSettings
 from mailserver.airflow.api import DagRunState, trigger_checked
-from mailserver.cassandra.config import CassandraConfig
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailets.config import DEFAULT_FILE
 from tests.integration.maintenance.test_message_inconsistencies_job import break_messages
@@ -34,15 +33,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 DAG = "solve_message_inconsistencies"
 ADDED, REMOVED, OUTDATED = 3, 2, 2
 RUN_TIMEOUT = 1200.0
-
-
-@pytest.fixture(scope="module")
-def stack_keyspace(airflow_settings) -> Iterator[CassandraSession]:
-    ep = Endpoints.from_settings(StackSettings())
-    session = CassandraSession.connect(CassandraConfig(hosts=tuple(ep.cassandra_hosts.split(",")),
-                                                       port=ep.cassandra_port, keyspace=STACK_KEYSPACE))
-    yield session
-    session.close()
 
 
 @pytest.fixture(scope="module")
