@@ -282,7 +282,7 @@ class MailboxManager:
         reindex maintenance cure those).
         """
         self._guard()
-        existing = self.messages.find_by_message_id(message_id)
+        existing = self.messages.find_by_message_id(message_id, settle_pending=True)
         if not existing:
             return AppendOnce(self.append(path, raw, internal_date=internal_date, is_delivery=is_delivery,
                                           message_id=message_id, body=body), finished=())

@@ -125,7 +125,7 @@ class MemoryMessageStore(MessageStore):
         rows = self._by_mailbox.get(mailbox_id, {})
         return [rows[u] for u in sorted(rows) if u >= uid_from and (uid_to is None or u <= uid_to)]
 
-    def find_by_message_id(self, message_id: MessageId) -> list[MessageMetadata]:
+    def find_by_message_id(self, message_id: MessageId, *, settle_pending: bool = False) -> list[MessageMetadata]:
         return sorted((m for rows in self._by_mailbox.values() for m in rows.values() if m.message_id == message_id),
                       key=lambda m: (str(m.mailbox_id), m.uid))
 

@@ -109,8 +109,11 @@ class MessageStore(ABC):
         """By uid range, from the projection (messageIdTable), as IMAP does."""
 
     @abstractmethod
-    def find_by_message_id(self, message_id: MessageId) -> list[MessageMetadata]:
-        """Every mailbox holding the message, from the truth (imapUidTable)."""
+    def find_by_message_id(self, message_id: MessageId, *, settle_pending: bool = False) -> list[MessageMetadata]:
+        """Every mailbox holding the message, from the truth (imapUidTable).
+
+        ``settle_pending``: a copy whose conditional write timed out, its outcome unknown, is settled
+        first (written or not, for good) and then counted: what a caller deciding "store it again?" needs."""
 
     @abstractmethod
     def deleted_uids(self, mailbox_id: MailboxId) -> list[int]: ...

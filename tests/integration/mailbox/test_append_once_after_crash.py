@@ -67,3 +67,28 @@ def test_a_copy_left_half_written_in_a_mailbox_without_its_row_is_finished(mailb
 
     assert again.appended is None and [m.uid for m in again.finished] == [1]
     assert [m.message_id for m in mailbox_ctx.manager.get_messages(inbox)] == [chosen]
+
+
+def test_the_look_for_an_earlier_copy_settles_a_timed_out_conditional_write_first(mailbox_ctx, cassandra, monkeypatch):
+    """The imapUidTable row is written by an LWT; one that timed out may sit accepted on one replica,
+    unseen by QUORUM reads: a redelivery that looked at QUORUM stored the mail twice (three nodes, one
+    killed). The look of ``append_once`` is a SERIAL read, which completes such a write first."""
+    user = Username.of(f"h{uuid.uuid4().hex[:10]}@example.com")
+    inbox = MailboxPath.inbox(user)
+    mailbox_ctx.manager.create_mailbox(inbox)
+    reads: list[bool] = []
+    execute = type(cassandra).execute
+
+    def spy(self, cql, params=None, *, strong=False, **kwargs):
+        if cql.startswith("SELECT * FROM imapUidTable WHERE messageId"):
+            reads.append(strong)
+        return execute(self, cql, params, strong=strong, **kwargs)
+
+    monkeypatch.setattr(type(cassandra), "execute", spy)
+    chosen = MessageId.generate()
+    mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
+    again = mailbox_ctx.manager.append_once(inbox, message(1), chosen, is_delivery=True)
+
+    assert reads == [True, True]
+    assert again.appended is None
+    assert [m.uid for m in mailbox_ctx.manager.get_messages(inbox)] == [1]
