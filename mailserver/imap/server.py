@@ -5,7 +5,7 @@
 ``SmtpServerThread`` (the ``imap`` role of ``mailserver serve``, tests).
 
 Refusals at connection time answer ``* BYE`` and close: beyond ``max_connections`` sessions, beyond
-``max_connections_per_ip`` from one client address (the caps SMTP has, ``runtime.connection_caps``)
+``max_connections_per_ip`` from one client address (the caps SMTP has, ``serving.connection_caps``)
 and while the cluster is in maintenance mode (``maintenance()`` true). Logs carry James's MDC
 fields ``protocol``=IMAP, ``ip``, ``sessionId`` and, once authenticated, ``user``.
 
@@ -33,9 +33,9 @@ from mailserver.imap.subscriptions import MemorySubscriptionStore, SubscriptionS
 from mailserver.imap.watcher import MailboxWatcher
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.observability.metrics import Metrics
-from mailserver.runtime.connection_caps import ConnectionCaps
-from mailserver.runtime.server_thread import AsyncServerThread
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.serving.connection_caps import ConnectionCaps
+from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.model.address import InvalidAddress, Username
 from mailserver.model.mailbox import InvalidMailboxName, MailboxPath, printable
 from mailserver.observability.logging import mdc
-from mailserver.runtime.connection_caps import Over
+from mailserver.serving.connection_caps import Over
 
 if TYPE_CHECKING:
     from mailserver.imap.server import ImapServer

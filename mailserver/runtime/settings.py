@@ -20,9 +20,9 @@ from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
-from mailserver.runtime.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
 from mailserver.search.config import SearchConfig
 from mailserver.security.throttle_config import AuthThrottleConfig
+from mailserver.serving.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
 from mailserver.smtp.config import MIN_LINE_LENGTH, SmtpConfig
 from mailserver.vault.config import VaultConfiguration
 

@@ -1,6 +1,6 @@
 """Connection caps of the SMTP server: its replies to a session over a cap.
 
-The counting is shared with IMAP (``mailserver.runtime.connection_caps``, James's
+The counting is shared with IMAP (``mailserver.serving.connection_caps``, James's
 ``connectionLimit`` / ``connectionLimitPerIP``):
 
 * more than ``total`` sessions open -> ``421 4.7.0 Too many connections``;
@@ -12,7 +12,7 @@ both sent instead of the greeting, then the connection is closed. ``None`` lifts
 
 from __future__ import annotations
 
-from mailserver.runtime.connection_caps import ConnectionCaps, Over
+from mailserver.serving.connection_caps import ConnectionCaps, Over
 
 TOO_MANY_CONNECTIONS = "421 4.7.0 Too many connections, try again later"
 TOO_MANY_FROM_ADDRESS = "421 4.7.0 Too many connections from your address, try again later"

@@ -43,8 +43,8 @@ from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.rrt.resolver import RecipientRewriter
-from mailserver.runtime.server_thread import AsyncServerThread
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.smtp.backpressure import (
     BackPressure,
     HealthCondition,

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from mailserver.imap import ImapConfig
-from mailserver.runtime.connection_caps import ConnectionCaps, Over
 from mailserver.runtime.settings import ServeSettings
+from mailserver.serving.connection_caps import ConnectionCaps, Over
 from tests.unit.imap.conftest import PASSWORD, USER, World, make_world
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import login

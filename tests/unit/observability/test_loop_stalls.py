@@ -12,7 +12,7 @@ import pytest
 
 from mailserver.observability.health import Status
 from mailserver.observability.loop_stalls import LoopStallHealthCheck, LoopStallWatchdog
-from mailserver.runtime.server_thread import AsyncServerThread
+from mailserver.serving.server_thread import AsyncServerThread
 from tests.unit.imap.conftest import PASSWORD, USER
 
 

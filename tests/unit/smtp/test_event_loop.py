@@ -8,8 +8,8 @@ import socket
 import pytest
 import uvloop
 
-from mailserver.runtime.server_thread import AsyncServerThread
 from mailserver.runtime.settings import ServeSettings, SettingsError
+from mailserver.serving.server_thread import AsyncServerThread
 
 
 class EchoServer:

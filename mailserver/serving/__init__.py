@@ -1,0 +1,2 @@
+"""What the protocol servers (SMTP, IMAP) share: an asyncio server on a loop thread of its own,
+and the connection caps. Generic: it knows no protocol, so both servers and ``runtime`` import it."""
