@@ -190,7 +190,7 @@ class World:
         from mailserver.cassandra.schema import create_schema
         from mailserver.cassandra.session import CassandraSession
         from mailserver.domains.cassandra import CassandraDomainList
-        from mailserver.imap.subscriptions import CassandraSubscriptionStore
+        from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
         from mailserver.mailbox.wiring import cassandra_context
         from mailserver.users.cassandra import CassandraUsersRepository
 

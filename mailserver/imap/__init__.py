@@ -18,12 +18,12 @@ parse server responses. So the protocol lives here, one idea per module:
 * ``search``     SEARCH criteria evaluated by scanning metadata, headers and content;
 * ``selected``   the selected mailbox: sequence number <-> uid map and untagged updates;
 * ``watcher``    wakes IDLE sessions when their mailbox changes;
-* ``subscriptions``  SUBSCRIBE/LSUB on James's ``subscription`` table;
 * ``session``, ``commands_*``  the state machine and the command handlers;
 * ``server``     the asyncio server, connection cap, maintenance mode, its thread.
 
-Every read and write goes through ``MailboxManager``; its blocking calls run in a bounded
-thread pool, never on the event loop.
+SUBSCRIBE/LSUB keep their rows in ``mailbox.subscriptions`` (James's SubscriptionManager is a
+mailbox service too, used by the vault's restore and the admin tasks). Every read and write goes
+through ``MailboxManager``; its blocking calls run in a bounded thread pool, never on the event loop.
 """
 
 from mailserver.imap.config import ImapConfig

@@ -29,9 +29,9 @@ from contextlib import contextmanager
 
 from mailserver.imap.config import ImapConfig
 from mailserver.imap.session import Session
-from mailserver.imap.subscriptions import MemorySubscriptionStore, SubscriptionStore
 from mailserver.imap.watcher import MailboxWatcher
 from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.subscriptions import MemorySubscriptionStore, SubscriptionStore
 from mailserver.observability.metrics import Metrics
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.connection_caps import ConnectionCaps

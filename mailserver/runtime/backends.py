@@ -35,7 +35,7 @@ from mailserver.users.api import UsersRepository
 from mailserver.vault.api import DeletedMessageVault
 
 if TYPE_CHECKING:
-    from mailserver.imap.subscriptions import SubscriptionStore
+    from mailserver.mailbox.subscriptions import SubscriptionStore
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Backends:
     @property
     def subscriptions(self) -> SubscriptionStore:
         """IMAP subscriptions (the ``subscription`` table): stateless, so one per caller is fine."""
-        from mailserver.imap.subscriptions import CassandraSubscriptionStore
+        from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 
         return CassandraSubscriptionStore(self.session)
 

@@ -103,7 +103,7 @@ class ImapRole(Role):
 
     def __init__(self, settings: ServeSettings, backends: Backends) -> None:
         from mailserver.imap import ImapServer, ImapServerThread
-        from mailserver.imap.subscriptions import CassandraSubscriptionStore
+        from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 
         server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
                             subscriptions=CassandraSubscriptionStore(backends.session),

@@ -58,7 +58,7 @@ def vault_parts(settings: ServeSettings, backends: Backends, container: MailetCo
     """The vault routes and tasks: restore into the mailboxes, export through the spool from the postmaster."""
     if backends.vault is None:
         return None
-    from mailserver.imap.subscriptions import CassandraSubscriptionStore
+    from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 
     return VaultParts(backends.vault, backends.mailbox.manager, settings.vault, backends.queues,
                       container.context.postmaster, CassandraSubscriptionStore(backends.session))

@@ -33,8 +33,8 @@ from mailserver.tasks.store import TaskStore
 
 if TYPE_CHECKING:
     from mailserver.airflow.api import DagRuns
-    from mailserver.imap.subscriptions import SubscriptionStore
     from mailserver.mailbox.manager import MailboxManager
+    from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.tasks.builtin.dag_run import Polling
     from mailserver.tasks.builtin.vault import VaultParts
 

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Iterator
 from enum import Enum
 
-from mailserver.imap.subscriptions import SubscriptionStore
 from mailserver.mailbox.errors import MailboxExists
 from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.subscriptions import SubscriptionStore
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.vault.api import DeletedMessageContentNotFound, DeletedMessageVault

@@ -23,8 +23,8 @@ if TYPE_CHECKING:   # type hints only: the context stays importable without the 
     from mailserver.events.registered_groups import RegisteredGroups
     from mailserver.events.required_groups import RequiredGroups
     from mailserver.events.topology import BusTopology
-    from mailserver.imap.subscriptions import SubscriptionStore
     from mailserver.mailbox.manager import MailboxManager
+    from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.queue.api import MailQueueFactory
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore

@@ -212,7 +212,7 @@ class RestoreDeletedMessages(Procedure):
 
     def prepare_restore_mailbox(self) -> None:
         """The restore mailbox, created and subscribed when missing (the server's restore does the same)."""
-        from mailserver.imap.subscriptions import CassandraSubscriptionStore
+        from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
         from mailserver.model.address import Username
         from mailserver.vault.restore import restore_mailbox
 

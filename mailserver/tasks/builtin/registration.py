@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from mailserver.events.registered_groups import RegisteredGroups
     from mailserver.events.required_groups import RequiredGroups
     from mailserver.events.topology import BusTopology
-    from mailserver.imap.subscriptions import SubscriptionStore
     from mailserver.mailbox.manager import MailboxManager
+    from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.tasks.builtin.dag_run import Polling
     from mailserver.tasks.builtin.vault import VaultParts
 

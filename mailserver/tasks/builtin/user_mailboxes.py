@@ -12,9 +12,9 @@ import logging
 import threading
 from typing import Any
 
-from mailserver.imap.subscriptions import SubscriptionStore
 from mailserver.mailbox.errors import MailboxError
 from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.subscriptions import SubscriptionStore
 from mailserver.model.address import Username
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath

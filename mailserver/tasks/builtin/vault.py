@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from mailserver.imap.subscriptions import SubscriptionStore
 from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.subscriptions import SubscriptionStore
 from mailserver.model.address import MailAddress, Username
 from mailserver.model.ids import MessageId
 from mailserver.queue.api import SPOOL, MailQueueFactory

@@ -34,8 +34,8 @@ from mailserver.webadmin.routes.tasks import submitted
 from mailserver.webadmin.routes.users import stored_username
 
 if TYPE_CHECKING:
-    from mailserver.imap.subscriptions import SubscriptionStore
     from mailserver.mailbox.manager import MailboxManager
+    from mailserver.mailbox.subscriptions import SubscriptionStore
 
 SAFETY_HEADER = "I-KNOW-WHAT-I-M-DOING"
 SAFETY_VALUE = "ALL-SERVICES-ARE-OFFLINE"

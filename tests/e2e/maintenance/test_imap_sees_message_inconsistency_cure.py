@@ -18,7 +18,7 @@ import pytest
 
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
-from mailserver.imap.subscriptions import CassandraSubscriptionStore
+from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 from mailserver.model.address import Username
 from mailserver.model.ids import MessageId
 from mailserver.model.mailbox import MailboxPath

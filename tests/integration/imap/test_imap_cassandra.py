@@ -10,7 +10,7 @@ import pytest
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
-from mailserver.imap.subscriptions import CassandraSubscriptionStore
+from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 from mailserver.mailbox.wiring import cassandra_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath

@@ -21,7 +21,7 @@ import pytest
 from mailplatform.mail_queues import build_full_py_files
 
 from mailserver.events.naming import BusNames
-from mailserver.imap.subscriptions import CassandraSubscriptionStore
+from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 from mailserver.mailbox.wiring import cassandra_context
 from mailserver.model.address import Username
 from mailserver.model.event_json import deserialize_events

@@ -30,7 +30,7 @@ def test_build_registers_what_the_node_can_run():
 
 def test_a_node_with_the_mailboxes_runs_the_mailbox_tasks():
     from mailserver.blob.memory import MemoryBlobStore
-    from mailserver.imap.subscriptions import MemorySubscriptionStore
+    from mailserver.mailbox.subscriptions import MemorySubscriptionStore
     from mailserver.mailbox.wiring import memory_context
 
     manager = memory_context(MemoryBlobStore()).manager

@@ -14,7 +14,7 @@ with warnings.catch_warnings():
 from mailserver.airflow.memory import MemoryDagRuns
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.events.in_process import InProcessEventBus
-from mailserver.imap.subscriptions import MemorySubscriptionStore
+from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import memory_context
 from mailserver.model.address import MailAddress
 from mailserver.model.mailbox import MailboxPath

@@ -12,7 +12,7 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from mailserver.blob.memory import MemoryBlobStore
-from mailserver.imap.subscriptions import MemorySubscriptionStore
+from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
 from mailserver.tasks.builtin.registration import register_builtin

@@ -27,7 +27,7 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from mailserver.blob.memory import MemoryBlobStore
-from mailserver.imap.subscriptions import MemorySubscriptionStore
+from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import memory_context
 from mailserver.queue.memory import MemoryMailQueueFactory
 from mailserver.repository.memory import MemoryMailRepositoryStore

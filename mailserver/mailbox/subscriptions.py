@@ -1,6 +1,9 @@
-"""IMAP subscriptions (SUBSCRIBE, UNSUBSCRIBE, LSUB): James's SubscriptionManager on its
+"""Mailbox subscriptions (IMAP's SUBSCRIBE, UNSUBSCRIBE, LSUB): James's SubscriptionManager on its
 ``subscription`` table (partition ``user``, clustering ``mailbox``: the mailbox *name*, as James
 stores it, so a subscription outlives the mailbox, as RFC 3501 §6.3.6 wants).
+
+A mailbox service rather than a part of the IMAP server: the vault's restore and the admin tasks
+subscribe users too, and they stand below the protocols (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
