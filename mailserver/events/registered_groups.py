@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mailserver.events.naming import BusNames
 from mailserver.observability.health import HealthCheck, Result
-from mailserver.queue.management import RabbitMQManagement
+from mailserver.rabbitmq_management import RabbitMQManagement
 
 EVENT_BUS_GROUPS = "RabbitMQEventBusGroups"   # ours: James has no divergence check (ADR 0026 not implemented)
 

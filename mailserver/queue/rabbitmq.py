@@ -76,7 +76,6 @@ from mailserver.queue.api import (
     RemoveField,
 )
 from mailserver.queue.content import MimeMessageStore
-from mailserver.queue.management import RabbitMQManagement
 from mailserver.queue.memory import matches
 from mailserver.queue.naming import QueueNames, queue_name_of_workqueue, validate_queue_name
 from mailserver.queue.serialization import (
@@ -86,6 +85,7 @@ from mailserver.queue.serialization import (
     serialize_reference,
 )
 from mailserver.queue.view import CassandraMailQueueView, ViewEntry
+from mailserver.rabbitmq_management import RabbitMQManagement
 
 log = logging.getLogger(__name__)
 

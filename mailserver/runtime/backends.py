@@ -112,9 +112,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.mailbox.wiring import cassandra_context
     from mailserver.maintenance.cassandra import CassandraMaintenanceStore
     from mailserver.observability import checks
-    from mailserver.queue.management import RabbitMQManagement
     from mailserver.queue.metered import MeteredMailQueueFactory
     from mailserver.queue.rabbitmq import DistributedMailQueueFactory
+    from mailserver.rabbitmq_management import RabbitMQManagement
     from mailserver.repository.cassandra import CassandraMailRepositoryStore
     from mailserver.rrt.cached import CachedRecipientRewriteTable
     from mailserver.rrt.cassandra import CassandraRecipientRewriteTable

@@ -23,7 +23,7 @@ from mailserver.cassandra.session import CassandraSession
 from mailserver.events.naming import BusNames
 from mailserver.events.topology import BusTopology
 from mailserver.model.events import serialize_event
-from mailserver.queue.management import RabbitMQManagement
+from mailserver.rabbitmq_management import RabbitMQManagement
 from tests.support.events import sample_added
 
 NAMES = BusNames()

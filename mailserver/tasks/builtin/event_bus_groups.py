@@ -24,7 +24,7 @@ MANAGEMENT_URL = "RABBITMQ_MANAGEMENT_URL"
 
 def registered_groups_from_env(env: Mapping[str, str], amqp_url: str, names: BusNames) -> RegisteredGroups | None:
     """The reader of RabbitMQ's groups, as ``runtime.backends`` builds it; None without a management URL."""
-    from mailserver.queue.management import RabbitMQManagement
+    from mailserver.rabbitmq_management import RabbitMQManagement
 
     url = env.get(MANAGEMENT_URL)
     return RegisteredGroups(RabbitMQManagement(url, amqp_url), names) if url else None

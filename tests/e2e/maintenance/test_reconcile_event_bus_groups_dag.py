@@ -17,7 +17,7 @@ from mailserver.events.registered_groups import RegisteredGroups
 from mailserver.events.required_groups import RequiredGroups, RequireGroups, aggregate_id
 from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.model.events import serialize_event
-from mailserver.queue.management import RabbitMQManagement
+from mailserver.rabbitmq_management import RabbitMQManagement
 from tests.e2e.maintenance.conftest import run_dag, webadmin_get
 from tests.support.event_bus_maintenance import (
     NAMES,

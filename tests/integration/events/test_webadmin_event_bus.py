@@ -26,7 +26,7 @@ from mailserver.events.required_groups import RequiredGroups, RequireGroups
 from mailserver.events.retry import RetryPolicy
 from mailserver.eventsourcing.memory import MemoryEventStore
 from mailserver.model.events import MailboxEvent
-from mailserver.queue.management import RabbitMQManagement
+from mailserver.rabbitmq_management import RabbitMQManagement
 from mailserver.tasks.builtin.registration import EventBusParts
 from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.wiring import TaskServices, TaskSettings, build

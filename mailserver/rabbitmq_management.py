@@ -1,4 +1,7 @@
-"""A minimal client of the RabbitMQ management HTTP API (queue listing), as James uses it."""
+"""A minimal client of the RabbitMQ management HTTP API (queue listing), as James uses it.
+
+Shared by the mail queues and the event bus (registered groups), so it stands below both.
+"""
 
 from __future__ import annotations
 
