@@ -3,8 +3,10 @@
 Monitoring probes select on the component names (``Cassandra backend`` ...), so they are the
 upstream strings; ``MaintenanceMode`` and ``MailQueueSize`` are ours (James has no maintenance
 switch and no queue-size check). Checks of this module probe the backends; the others live
-beside what they watch: ``lifecycle`` (``Guice application lifecycle``), ``queue_size`` and
-``dead_letters`` (``EventDeadLettersHealthCheck``).
+beside what they watch: ``observability.lifecycle`` (``Guice application lifecycle``),
+``maintenance.health_check``, ``queue.size_check`` and ``events.dead_letters_check``
+(``EventDeadLettersHealthCheck``). Observability is a low layer: it names every check here but
+imports none of the packages they watch (docs/architecture.md, "Layers").
 
 Slots for the event-bus checks of later issues: the registry is ``HealthCheckRunner`` (unique
 names; checks given at construction or added with ``register``). ``mailserver serve`` builds
@@ -29,7 +31,6 @@ from typing import Any
 import httpx
 from botocore.exceptions import ClientError
 
-from mailserver.maintenance.guard import MaintenanceGuard
 from mailserver.observability.health import HealthCheck, Result
 
 CASSANDRA = "Cassandra backend"
@@ -188,24 +189,3 @@ class ObjectStorageHealthCheck(HealthCheck):
             if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 404:
                 raise   # 403 (credentials), 5xx ...: unhealthy, with the cause
         return self.healthy()
-
-
-class MaintenanceHealthCheck(HealthCheck):
-    """Degraded while maintenance mode is on, so dashboards show it and strict probes fail."""
-
-    name = MAINTENANCE
-
-    def __init__(self, guard: MaintenanceGuard) -> None:
-        self.guard = guard
-
-    def check(self) -> Result:
-        state = self.guard.state()
-        if not state.enabled:
-            return self.healthy()
-        since = state.since.isoformat() if state.since else "an unknown time"
-        cause = f"maintenance mode on since {since}"
-        if state.updated_by:
-            cause += f" (by {state.updated_by})"
-        if state.reason:
-            cause += f": {state.reason}"
-        return self.degraded(cause)

@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from typing import Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,10 +30,21 @@ from prometheus_client import (
     generate_latest,
 )
 
-from mailserver.maintenance.api import MaintenanceState
-
 # Seconds; from sub-millisecond routes up to slow admin scans.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class SwitchState(Protocol):
+    """What the maintenance gauges read of a state (``maintenance.api.MaintenanceState`` has it).
+
+    A protocol rather than an import: observability is a lower layer than ``maintenance``.
+    """
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def since(self) -> datetime | None: ...
 
 
 class Metrics:
@@ -102,7 +115,7 @@ class Metrics:
         finally:
             self.timer(name).observe(time.perf_counter() - start)
 
-    def track_maintenance(self, state: Callable[[], MaintenanceState]) -> None:
+    def track_maintenance(self, state: Callable[[], SwitchState]) -> None:
         """Read the maintenance state at scrape time (through the guard's cache): on/off and since when."""
         self.maintenance.set_function(lambda: 1.0 if state().enabled else 0.0)
         self.maintenance_since.set_function(lambda: _since(state()))
@@ -111,7 +124,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-def _since(state: MaintenanceState) -> float:
+def _since(state: SwitchState) -> float:
     if not state.enabled:
         return 0.0
     # On with no time recorded (a row written by hand): unknown, not "1970".

@@ -12,20 +12,21 @@ from mailserver.blob.api import BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.domains.api import DomainList
 from mailserver.events.api import EventBus
+from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
 from mailserver.events.dead_letters import EventDeadLetters
+from mailserver.events.dead_letters_check import EventDeadLettersHealthCheck
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.events.rabbitmq import RabbitMQEventBus
 from mailserver.events.required_groups import RequiredGroups, aggregate_id
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
-from mailserver.observability.dead_letters import CassandraEventDeadLetters, EventDeadLettersHealthCheck
 from mailserver.observability.health import HealthCheck
 from mailserver.observability.loop_stalls import WATCHDOG
 from mailserver.observability.metrics import Metrics
-from mailserver.observability.queue_size import MailQueueSizeHealthCheck
 from mailserver.queue.api import MailQueueFactory
 from mailserver.queue.content import MimeMessageStore
+from mailserver.queue.size_check import MailQueueSizeHealthCheck
 from mailserver.repository.api import MailRepositoryStore
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings

@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from mailserver import __version__
-from mailserver.observability.checks import MaintenanceHealthCheck
+from mailserver.maintenance.health_check import MaintenanceHealthCheck
 from mailserver.observability.health import HealthCheckRunner
 from mailserver.observability.logging import mdc
 from mailserver.security.auth_throttle import AuthThrottle

@@ -13,7 +13,8 @@ import pytest
 
 from mailserver.cassandra.schema import TABLES_BY_NAME, create_schema
 from mailserver.cassandra.session import CassandraSession
-from mailserver.observability.dead_letters import CONTAIN_EVENTS, CassandraEventDeadLetters, EventDeadLettersHealthCheck
+from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
+from mailserver.events.dead_letters_check import CONTAIN_EVENTS, EventDeadLettersHealthCheck
 from mailserver.observability.health import HealthCheckRunner, Status
 
 pytestmark = pytest.mark.integration

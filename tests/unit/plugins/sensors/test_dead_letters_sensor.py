@@ -10,7 +10,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 from mailplatform.sensors.dead_letters import EventDeadLettersClearedSensor
 
-from mailserver.observability.dead_letters import EventDeadLettersHealthCheck
+from mailserver.events.dead_letters_check import EventDeadLettersHealthCheck
 from tests.unit.webadmin.webadmin_support import make_context
 
 GROUP = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"

@@ -9,16 +9,13 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from mailserver.events.api import EventListener
+from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
+from mailserver.events.dead_letters_check import CONTAIN_EVENTS, EventDeadLettersHealthCheck
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.model.address import Username
 from mailserver.model.events import MailboxAdded, MailboxEvent
 from mailserver.model.ids import MailboxId
 from mailserver.model.mailbox import MailboxPath
-from mailserver.observability.dead_letters import (
-    CONTAIN_EVENTS,
-    CassandraEventDeadLetters,
-    EventDeadLettersHealthCheck,
-)
 from mailserver.observability.health import Status
 from mailserver.runtime.backends import dead_letters_check
 from mailserver.webadmin.app import create_app

@@ -8,6 +8,9 @@ limits of their own (``MAILSERVER_QUEUE_SIZE_LIMITS``); they only alert.
 The size read is the queue port's ``size()``: broker counts, cheap by contract, never a browse
 of the Cassandra view (James's ``getSize`` is a browse, which is why its size gauge is off by
 default). A size that cannot be read is unhealthy, naming the queue.
+
+It lives with the queues, not in ``observability``: observability is a lower layer that knows no
+queue; its health registry takes this check from whoever assembles the server.
 """
 
 from __future__ import annotations

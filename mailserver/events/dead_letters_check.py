@@ -4,6 +4,9 @@ A dead letter is an event a listener group failed to handle after its retries (t
 redelivers them: ``/events/deadLetter``, or the redelivery DAG). James answers "contains
 events" with one ``SELECT event ... LIMIT 1`` over the whole ``event_dead_letters`` table
 (there is no "has dead letters" table): cheap whatever the number of groups or events.
+
+It lives with the event bus, not in ``observability``: observability is a lower layer that knows
+no bus; its health registry takes this check from whoever assembles the server.
 """
 
 from __future__ import annotations
@@ -11,11 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
 from mailserver.observability.checks import EVENT_DEAD_LETTERS
 from mailserver.observability.health import HealthCheck, Result
-
-__all__ = ["CONTAIN_EVENTS", "CassandraEventDeadLetters", "EventDeadLettersHealthCheck"]
 
 log = logging.getLogger(__name__)
 

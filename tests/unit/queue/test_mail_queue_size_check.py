@@ -13,9 +13,9 @@ with warnings.catch_warnings():
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import Mail, MailContent
 from mailserver.observability.health import Status
-from mailserver.observability.queue_size import MailQueueSizeHealthCheck
 from mailserver.queue.api import MailQueueError
 from mailserver.queue.memory import MemoryMailQueue, MemoryMailQueueFactory
+from mailserver.queue.size_check import MailQueueSizeHealthCheck
 from mailserver.runtime.settings import ServeSettings, SettingsError, parse_queue_limits
 from mailserver.webadmin.app import create_app
 from tests.unit.webadmin.webadmin_support import make_context
