@@ -4,18 +4,16 @@ SUBSCRIBE, UNSUBSCRIBE, LIST, LSUB, STATUS, NAMESPACE, APPEND (a mixin of ``Sess
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normalize
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
 from mailserver.imap.response import astring, number, parse_date_time
 from mailserver.imap.selected import SelectedMailbox, applicable_flags
+from mailserver.imap.session_base import Bye, No, SessionBase, State
 from mailserver.mailbox.errors import MailboxNotFound, MaintenanceMode
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import DELIMITER, INBOX, MailboxPath
-
-if TYPE_CHECKING:
-    from mailserver.imap.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +45,21 @@ def wire_name(name: str) -> bytes:
     return astring(encode_mutf7(name))
 
 
-class MailboxCommands:
-    def _name(self: Session, args: Args, what: str = "mailbox name") -> str:
+class MailboxCommands(SessionBase):
+    def _name(self, args: Args, what: str = "mailbox name") -> str:
         try:
             return normalize(args.astring(what))
         except InvalidName as exc:
             raise ParseError(str(exc)) from None
 
     # -- SELECT / EXAMINE ----------------------------------------------------------------------------
-    async def cmd_select(self: Session, command: Command, args: Args) -> str:
+    async def cmd_select(self, command: Command, args: Args) -> str:
         return await self._select(args, read_only=False)
 
-    async def cmd_examine(self: Session, command: Command, args: Args) -> str:
+    async def cmd_examine(self, command: Command, args: Args) -> str:
         return await self._select(args, read_only=True)
 
-    async def _select(self: Session, args: Args, *, read_only: bool) -> str:
-        from mailserver.imap.session import State
-
+    async def _select(self, args: Args, *, read_only: bool) -> str:
         name = self._name(args)
         params = args.optional_list()
         args.end()
@@ -90,7 +86,7 @@ class MailboxCommands:
         self.selected, self.state = selected, State.SELECTED
         return f"OK [{'READ-ONLY' if read_only else 'READ-WRITE'}] {'EXAMINE' if read_only else 'SELECT'} completed"
 
-    def _open(self: Session, path: MailboxPath, read_only: bool) -> SelectedMailbox:
+    def _open(self, path: MailboxPath, read_only: bool) -> SelectedMailbox:
         """Blocking: load the mailbox; a read-write SELECT takes the \\Recent flags (James does the same)."""
         manager = self.manager
         mailbox = manager.get_mailbox(path)
@@ -108,24 +104,22 @@ class MailboxCommands:
         return selected
 
     # -- CREATE / DELETE / RENAME ---------------------------------------------------------------------
-    async def cmd_create(self: Session, command: Command, args: Args) -> str:
+    async def cmd_create(self, command: Command, args: Args) -> str:
         name = self._name(args)
         args.end()
         await self.blocking(self.manager.create_mailbox, self.path(name))
         return "OK CREATE completed"
 
-    async def cmd_delete(self: Session, command: Command, args: Args) -> str:
+    async def cmd_delete(self, command: Command, args: Args) -> str:
         name = self._name(args)
         args.end()
         path = self.path(name)
         await self.blocking(self.manager.delete_mailbox, path)
         if self.selected is not None and self.selected.path == path:
-            from mailserver.imap.session import Bye
-
             raise Bye("The selected mailbox was deleted")
         return "OK DELETE completed"
 
-    async def cmd_rename(self: Session, command: Command, args: Args) -> str:
+    async def cmd_rename(self, command: Command, args: Args) -> str:
         source, target = self._name(args, "existing mailbox name"), self._name(args, "new mailbox name")
         args.end()
         source_path, target_path = self.path(source), self.path(target)
@@ -141,7 +135,7 @@ class MailboxCommands:
         return "OK RENAME completed"
 
     # -- subscriptions --------------------------------------------------------------------------------
-    async def cmd_subscribe(self: Session, command: Command, args: Args) -> str:
+    async def cmd_subscribe(self, command: Command, args: Args) -> str:
         name = self._name(args)
         args.end()
         assert self.user is not None
@@ -150,7 +144,7 @@ class MailboxCommands:
         await self.blocking(self.server.subscriptions.subscribe, self.user, name)
         return "OK SUBSCRIBE completed"
 
-    async def cmd_unsubscribe(self: Session, command: Command, args: Args) -> str:
+    async def cmd_unsubscribe(self, command: Command, args: Args) -> str:
         name = self._name(args)
         args.end()
         assert self.user is not None
@@ -158,7 +152,7 @@ class MailboxCommands:
         return "OK UNSUBSCRIBE completed"
 
     # -- LIST / LSUB -------------------------------------------------------------------------------------
-    def _patterns(self: Session, args: Args) -> tuple[str, str]:
+    def _patterns(self, args: Args) -> tuple[str, str]:
         from mailserver.imap.names import decode_mutf7
 
         try:
@@ -175,7 +169,7 @@ class MailboxCommands:
         except InvalidName as exc:
             raise ParseError(str(exc)) from None
 
-    async def cmd_list(self: Session, command: Command, args: Args) -> str:
+    async def cmd_list(self, command: Command, args: Args) -> str:
         if isinstance(args.peek(), list):
             raise ParseError("LIST selection options are not supported (no LIST-EXTENDED)")
         reference, pattern = self._patterns(args)
@@ -199,7 +193,7 @@ class MailboxCommands:
         await self.send(await self.blocking(listing))
         return "OK LIST completed"
 
-    async def cmd_lsub(self: Session, command: Command, args: Args) -> str:
+    async def cmd_lsub(self, command: Command, args: Args) -> str:
         reference, pattern = self._patterns(args)
         assert self.user is not None
         if not pattern:
@@ -215,7 +209,7 @@ class MailboxCommands:
         return "OK LSUB completed"
 
     # -- STATUS / NAMESPACE ------------------------------------------------------------------------------
-    async def cmd_status(self: Session, command: Command, args: Args) -> str:
+    async def cmd_status(self, command: Command, args: Args) -> str:
         name = self._name(args)
         items = [str(i).upper() for i in args.paren_list("status items")]
         args.end()
@@ -238,13 +232,13 @@ class MailboxCommands:
         await self.send(b"* STATUS " + wire_name(name) + b" (" + body + b")\r\n")
         return "OK STATUS completed"
 
-    async def cmd_namespace(self: Session, command: Command, args: Args) -> str:
+    async def cmd_namespace(self, command: Command, args: Args) -> str:
         args.end()
         await self.send(b'* NAMESPACE (("" "' + DELIMITER.encode() + b'")) NIL NIL\r\n')
         return "OK NAMESPACE completed"
 
     # -- APPEND ---------------------------------------------------------------------------------------
-    async def cmd_append(self: Session, command: Command, args: Args) -> str:
+    async def cmd_append(self, command: Command, args: Args) -> str:
         name = self._name(args)
         flags = parse_flags(args.optional_list() or [])
         when = None
@@ -264,8 +258,6 @@ class MailboxCommands:
             try:
                 mailbox = self.manager.get_mailbox(path)
             except MailboxNotFound:
-                from mailserver.imap.session import No
-
                 raise No(f"mailbox {name} does not exist", "TRYCREATE") from None
             result = self.manager.append(path, message.stream(), internal_date=when, flags=flags)
             return mailbox.uid_validity, result.id.uid, mailbox.id

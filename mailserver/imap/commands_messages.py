@@ -16,13 +16,13 @@ from mailserver.imap.parser import Args, Command, ParseError
 from mailserver.imap.response import number
 from mailserver.imap.search import Candidate, parse_query
 from mailserver.imap.sequence import SequenceSet, format_set
+from mailserver.imap.session_base import Bye, No, SessionBase, State
 from mailserver.mailbox.errors import MailboxNotFound, MessageNotFound
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.message import MessageMetadata
 
 if TYPE_CHECKING:
     from mailserver.imap.selected import SelectedMailbox
-    from mailserver.imap.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +30,12 @@ CHUNK = 64 * 1024
 _GONE = (MessageNotFound, BlobNotFound)
 
 
-class MessageCommands:
-    def _sel(self: Session) -> SelectedMailbox:
+class MessageCommands(SessionBase):
+    def _sel(self) -> SelectedMailbox:
         assert self.selected is not None
         return self.selected
 
-    def _targets(self: Session, command: Command, args: Args) -> list[int]:
+    def _targets(self, command: Command, args: Args) -> list[int]:
         """The uids a command's sequence set names (by uid for UID commands)."""
         selected = self._sel()
         seqset = SequenceSet.parse(args.atom("sequence set"))
@@ -43,23 +43,19 @@ class MessageCommands:
             return seqset.uids(selected.uids)
         return [selected.uid_at(seq) for seq in seqset.sequence_numbers(selected.exists)]
 
-    def _writable(self: Session) -> None:
+    def _writable(self) -> None:
         if self._sel().read_only:
-            from mailserver.imap.session import No
-
             raise No("the mailbox is selected read-only (EXAMINE)", "READ-ONLY")
 
     # -- CHECK / CLOSE / UNSELECT / EXPUNGE -------------------------------------------------------------
-    async def cmd_check(self: Session, command: Command, args: Args) -> str:
+    async def cmd_check(self, command: Command, args: Args) -> str:
         args.end()
         return "OK CHECK completed"
 
-    async def _deselect(self: Session) -> None:
-        from mailserver.imap.session import State
-
+    async def _deselect(self) -> None:
         self.selected, self.state = None, State.AUTHENTICATED
 
-    async def cmd_close(self: Session, command: Command, args: Args) -> str:
+    async def cmd_close(self, command: Command, args: Args) -> str:
         args.end()
         selected = self._sel()
         await self._deselect()
@@ -69,21 +65,21 @@ class MessageCommands:
                 self.server.watcher.changed(selected.mailbox.id)
         return "OK CLOSE completed"
 
-    async def cmd_unselect(self: Session, command: Command, args: Args) -> str:
+    async def cmd_unselect(self, command: Command, args: Args) -> str:
         args.end()
         await self._deselect()
         return "OK UNSELECT completed"
 
-    async def cmd_expunge(self: Session, command: Command, args: Args) -> str:
+    async def cmd_expunge(self, command: Command, args: Args) -> str:
         args.end()
         return await self._expunge(None)
 
-    async def cmd_uid_expunge(self: Session, command: Command, args: Args) -> str:
+    async def cmd_uid_expunge(self, command: Command, args: Args) -> str:
         uids = self._targets(command, args)
         args.end()
         return await self._expunge(uids)
 
-    async def _expunge(self: Session, uids: list[int] | None) -> str:
+    async def _expunge(self, uids: list[int] | None) -> str:
         self._writable()
         selected = self._sel()
         if uids is not None and not uids:
@@ -95,7 +91,7 @@ class MessageCommands:
         return "OK EXPUNGE completed"   # the EXPUNGE responses come with the refresh before this
 
     # -- SEARCH -------------------------------------------------------------------------------------------
-    async def cmd_search(self: Session, command: Command, args: Args) -> str:
+    async def cmd_search(self, command: Command, args: Args) -> str:
         query = parse_query(args.rest())
         selected = self._sel()
         by_uid = command.name == "UID SEARCH"
@@ -122,12 +118,12 @@ class MessageCommands:
         await self.send(line + b"\r\n")
         return "OK SEARCH completed"
 
-    def _content(self: Session, meta: MessageMetadata) -> Content:
+    def _content(self, meta: MessageMetadata) -> Content:
         manager = self.manager
         return Content(meta, manager.read_header, lambda m: manager.read_message(m.message_id))
 
     # -- FETCH ----------------------------------------------------------------------------------------
-    async def cmd_fetch(self: Session, command: Command, args: Args) -> str:
+    async def cmd_fetch(self, command: Command, args: Args) -> str:
         uids = self._targets(command, args)
         request = parse_request(args.rest())
         selected = self._sel()
@@ -179,12 +175,10 @@ class MessageCommands:
                     await self._stream(piece, streams[id(piece)])
             await self.writer.drain()
         if missing:
-            from mailserver.imap.session import No
-
             raise No("some of the requested messages no longer exist", "EXPUNGEISSUED")
         return "OK FETCH completed"
 
-    async def _stream(self: Session, piece: StreamSlice, stream: BinaryIO) -> None:
+    async def _stream(self, piece: StreamSlice, stream: BinaryIO) -> None:
         """Write octets [start, start + length) of a message from the blob store, chunk by chunk."""
         try:
             skip = piece.start
@@ -204,20 +198,16 @@ class MessageCommands:
         except (ConnectionError, asyncio.CancelledError):
             raise
         except Exception as exc:   # the literal's size is already announced: the stream cannot be repaired
-            from mailserver.imap.session import Bye
-
             log.exception("streaming message %s failed", piece.message.message_id)
             raise Bye("Internal error while sending a message") from exc
         finally:
             await self.blocking(stream.close)
         if remaining or skip:
-            from mailserver.imap.session import Bye
-
             log.error("message %s is shorter than its recorded size %d", piece.message.message_id, piece.message.size)
             raise Bye("Internal error: message content shorter than announced")
 
     # -- STORE --------------------------------------------------------------------------------------------
-    async def cmd_store(self: Session, command: Command, args: Args) -> str:
+    async def cmd_store(self, command: Command, args: Args) -> str:
         uids = self._targets(command, args)
         unchanged_since = None
         modifiers = args.optional_list()
@@ -258,15 +248,13 @@ class MessageCommands:
         return "OK STORE completed"
 
     # -- COPY / MOVE ----------------------------------------------------------------------------------------
-    async def cmd_copy(self: Session, command: Command, args: Args) -> str:
+    async def cmd_copy(self, command: Command, args: Args) -> str:
         return await self._copy(command, args, move=False)
 
-    async def cmd_move(self: Session, command: Command, args: Args) -> str:
+    async def cmd_move(self, command: Command, args: Args) -> str:
         return await self._copy(command, args, move=True)
 
-    async def _copy(self: Session, command: Command, args: Args, *, move: bool) -> str:
-        from mailserver.imap.session import No
-
+    async def _copy(self, command: Command, args: Args, *, move: bool) -> str:
         uids = self._targets(command, args)
         name = self._name(args)
         args.end()

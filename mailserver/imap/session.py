@@ -20,7 +20,6 @@ import binascii
 import contextvars
 import functools
 import logging
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from mailserver import randomness
@@ -31,6 +30,7 @@ from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong,
 from mailserver.imap.response import quoted
 from mailserver.imap.search import BadCharset
 from mailserver.imap.selected import SelectedMailbox
+from mailserver.imap.session_base import Bye, No, State
 from mailserver.mailbox.content import MalformedMessage
 from mailserver.mailbox.errors import (
     ConcurrentModification,
@@ -51,13 +51,6 @@ if TYPE_CHECKING:
     from mailserver.imap.server import ImapServer
 
 log = logging.getLogger(__name__)
-
-
-class State(Enum):
-    NOT_AUTHENTICATED = "not authenticated"
-    AUTHENTICATED = "authenticated"
-    SELECTED = "selected"
-    LOGOUT = "logout"
 
 
 ANY = frozenset(State)
@@ -84,18 +77,6 @@ COMMANDS: dict[str, tuple[str, frozenset[State]]] = {
 }
 # RFC 3501 §7.4.1: no EXPUNGE response while these run (sequence numbers would shift under the client).
 NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH"}
-
-
-class No(Exception):
-    """A tagged NO with an optional response code."""
-
-    def __init__(self, text: str, code: str | None = None) -> None:
-        super().__init__(text)
-        self.code = code
-
-
-class Bye(Exception):
-    """Send ``* BYE text`` and close the connection."""
 
 
 class Session(MailboxCommands, MessageCommands):

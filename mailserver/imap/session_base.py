@@ -1,0 +1,70 @@
+"""The session as its command handlers see it: its states, the two outcomes a handler raises
+(``No``, ``Bye``), and ``SessionBase``, what the handlers use of the session.
+
+Why a module of its own: ``Session`` mixes the handlers in (``MailboxCommands``,
+``MessageCommands``), so the handlers must not import the session; both import this instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+from typing import Any
+
+from mailserver.imap.parser import Args
+from mailserver.imap.selected import SelectedMailbox
+from mailserver.mailbox.manager import MailboxManager
+from mailserver.model.address import Username
+from mailserver.model.mailbox import MailboxPath
+
+
+class State(Enum):
+    NOT_AUTHENTICATED = "not authenticated"
+    AUTHENTICATED = "authenticated"
+    SELECTED = "selected"
+    LOGOUT = "logout"
+
+
+class No(Exception):
+    """A tagged NO with an optional response code."""
+
+    def __init__(self, text: str, code: str | None = None) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+class Bye(Exception):
+    """Send ``* BYE text`` and close the connection."""
+
+
+class SessionBase:
+    """What the command mixins use of ``Session``: declared here, provided by ``Session``.
+
+    ``Session`` comes first in its own MRO, so its methods replace these stubs; a stub that runs
+    means a mixin uses something the session does not provide.
+    """
+
+    # The ImapServer: typed loosely, because naming it here would tie this module to the server,
+    # which imports the session.
+    server: Any
+    manager: MailboxManager
+    state: State
+    user: Username | None
+    selected: SelectedMailbox | None
+    condstore: bool
+    writer: asyncio.StreamWriter
+
+    async def send(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    async def blocking(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking call in the server's pool."""
+        raise NotImplementedError
+
+    def path(self, name: str) -> MailboxPath:
+        """The user's mailbox of that name (``No`` when the name is invalid)."""
+        raise NotImplementedError
+
+    def _name(self, args: Args, what: str = "mailbox name") -> str:
+        """A mailbox name argument, decoded (``MailboxCommands``; the message commands use it too)."""
+        raise NotImplementedError
