@@ -6,9 +6,8 @@ off after it was on is unsafe in James for the same reason as here: blobs writte
 shared, and real deletes would remove them for every holder.
 
 ``MAILSERVER_BLOB_GENERATION_FAMILY`` and ``MAILSERVER_BLOB_GENERATION_DURATION`` are James's
-``deduplication.gc.generation.family`` (1) and ``.duration`` (30 days; a bare number is days,
-else a number with ``d``/``day(s)``, ``h``/``hour(s)``, ``m``/``min``/``minute(s)``,
-``s``/``sec``/``second(s)``); they only shape the ids of the deduplicating store.
+``deduplication.gc.generation.family`` (1) and ``.duration`` (30 days; James's durations, a bare
+number is days: ``30``, ``4w``, ``1 month``); they only shape the ids of the deduplicating store.
 
 ``MAILSERVER_BLOB_CACHE_BYTES`` (32 MiB; 0 turns it off) and ``MAILSERVER_BLOB_CACHE_MAX_BLOB_BYTES``
 (256 KiB) size the mail server's in-process cache of small blobs (``cache.py``), ours, not James's.
@@ -17,10 +16,11 @@ else a number with ``d``/``day(s)``, ``h``/``hour(s)``, ``m``/``min``/``minute(s
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+
+from mailserver.model.james_units import parse_duration
 
 from .api import BlobIdFactory, GenerationConfig, blob_id_factory
 from .cache import DEFAULT_MAX_BLOB_BYTES, DEFAULT_MAX_BYTES
@@ -33,18 +33,6 @@ CACHE_MAX_BLOB_BYTES = "MAILSERVER_BLOB_CACHE_MAX_BLOB_BYTES"
 VARIABLES = (DEDUPLICATION, GENERATION_FAMILY, GENERATION_DURATION, CACHE_BYTES, CACHE_MAX_BLOB_BYTES)
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
-_DURATION = re.compile(r"^(\d+)\s*([a-z]*)$")
-_UNITS = {"": "days", "d": "days", "day": "days", "days": "days", "h": "hours", "hour": "hours",
-          "hours": "hours", "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes",
-          "minutes": "minutes", "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds",
-          "seconds": "seconds"}
-
-
-def parse_duration(text: str) -> timedelta:
-    match = _DURATION.match(text.strip().lower())
-    if not match or match.group(2) not in _UNITS:
-        raise ValueError(f"{GENERATION_DURATION}: {text!r} is not a duration (e.g. 30, 30d, 12h)")
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
 def _byte_count(env: Mapping[str, str], name: str, default: int) -> int:
@@ -78,7 +66,7 @@ class BlobStoreConfig:
         defaults = GenerationConfig()
         try:
             generation = GenerationConfig(int(family) if family else defaults.family,
-                                          parse_duration(duration) if duration else defaults.duration)
+                                          parse_duration(duration, "days") if duration else defaults.duration)
         except ValueError as exc:
             raise ValueError(f"{GENERATION_FAMILY}/{GENERATION_DURATION}: {exc}") from None
         return cls(raw in _TRUE, generation, _byte_count(env, CACHE_BYTES, DEFAULT_MAX_BYTES),

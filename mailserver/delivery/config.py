@@ -12,31 +12,27 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-_UNITS_MS = {
-    "": 1, "ms": 1, "msec": 1, "msecs": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-_ITEM = re.compile(r"^\s*(?:(\d+)\s*\*\s*)?(\d+)\s*([a-zA-Z]*)\s*$")
+from mailserver.model.james_units import InvalidDuration, parse_duration
+
+_ATTEMPTS = re.compile(r"[0-9]+")
 DEFAULT_DELAY = timedelta(hours=6)   # James: delay when the list is shorter than the retry count
 
 
 def parse_delay_times(spec: str) -> list[timedelta]:
-    """``"2*10m, 2h"`` -> [10m, 10m, 2h]; raises ValueError on a malformed item."""
+    """``"2*10m, 2h"`` -> [10m, 10m, 2h] (James's ``Delay``: a duration is James's DurationParser's,
+    milliseconds by default); raises ValueError on a malformed item."""
     delays: list[timedelta] = []
     for item in filter(None, (part.strip() for part in spec.split(","))):
-        match = _ITEM.match(item)
-        if not match:
+        count, _, duration = item.partition("*") if "*" in item else ("1", "", item)
+        if "*" in duration:
             raise ValueError(f"invalid delay time {item!r}: expected [attempts*]duration[unit]")
-        attempts = int(match.group(1) or 1)
-        unit = match.group(3).lower()
-        if unit not in _UNITS_MS:
-            raise ValueError(f"invalid delay unit {match.group(3)!r} in {item!r}")
-        if attempts < 1:
+        if not _ATTEMPTS.fullmatch(count.strip()) or int(count) < 1:
             raise ValueError(f"invalid attempt count in {item!r}")
-        delays.extend([timedelta(milliseconds=int(match.group(2)) * _UNITS_MS[unit])] * attempts)
+        try:
+            delay = parse_duration(duration.strip(), "ms")
+        except InvalidDuration as exc:
+            raise ValueError(f"invalid delay time {item!r}: {exc}") from None
+        delays.extend([delay] * int(count))
     return delays
 
 

@@ -12,7 +12,8 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-KiB, MiB = 1024, 1024 * 1024
+from mailserver.model.james_units import KIB
+from mailserver.smtp.config import MAX_MESSAGE_SIZE
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,11 @@ class ImapConfig:
     auth_require_tls: bool = True            # LOGINDISABLED and no AUTH=PLAIN before STARTTLS
     tls_cert: Path | str | None = None
     tls_key: Path | str | None = None
-    max_append_size: int = 25 * MiB          # APPEND literal (the SMTP max message size by default)
-    max_literal_size: int = 64 * KiB        # any other literal
-    max_line_length: int = 64 * KiB         # one command line (between literals)
+    max_append_size: int = MAX_MESSAGE_SIZE          # APPEND literal (the SMTP max message size by default)
+    max_literal_size: int = 64 * KIB        # any other literal
+    max_line_length: int = 64 * KIB         # one command line (between literals)
     # Before login nobody is accountable for the connection: any literal (a LOGIN password) fits in 8 KiB.
-    max_literal_size_before_login: int = 8 * KiB
+    max_literal_size_before_login: int = 8 * KIB
     max_connections: int = 1000              # beyond: * BYE and close
     max_connections_per_ip: int | None = 50  # beyond: * BYE and close; None: no cap
     idle_timeout: float = 30 * 60.0          # RFC 3501 autologout timer: at least 30 minutes

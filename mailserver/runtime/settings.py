@@ -19,16 +19,16 @@ from mailserver.delivery.resolver import MxHost
 from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
+from mailserver.model.james_units import InvalidSize, parse_size
 from mailserver.queue.api import SPOOL
 from mailserver.search.config import SearchConfig
 from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.serving.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
-from mailserver.smtp.config import MIN_LINE_LENGTH, SmtpConfig
+from mailserver.smtp.config import MAX_MESSAGE_SIZE, MIN_LINE_LENGTH, SmtpConfig
 from mailserver.vault.config import VaultConfiguration
 
 ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners", "imap")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
-_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 class SettingsError(ValueError):
@@ -41,16 +41,6 @@ def parse_roles(spec: str) -> tuple[str, ...]:
     if unknown or not roles:
         raise SettingsError(f"roles must be a comma list of {', '.join(ROLES)}; got {spec!r}")
     return roles
-
-
-def parse_size(text: str, variable: str) -> int:
-    """``26214400``, ``25m``, ``512k`` -> bytes."""
-    raw = text.strip().lower().removesuffix("b")
-    unit = raw[-1:] if raw[-1:] in _SIZE_UNITS and raw[-1:] else ""
-    number = raw[: len(raw) - len(unit)]
-    if not number.isdigit():
-        raise SettingsError(f"{variable}: {text!r} is not a size (bytes, or a number with k, m or g)")
-    return int(number) * _SIZE_UNITS[unit]
 
 
 def parse_mx_table(spec: str) -> dict[str, list[MxHost]]:
@@ -188,7 +178,7 @@ class ServeSettings:
             host=read.text("MAILSERVER_SMTP_HOST", "127.0.0.1"),
             port=read.integer("MAILSERVER_SMTP_PORT", 2525),
             hostname=read.text("MAILSERVER_HOSTNAME", "localhost"),
-            max_message_size=read.size("MAILSERVER_SMTP_MAX_MESSAGE_SIZE", 25 * 1024**2),
+            max_message_size=read.size("MAILSERVER_SMTP_MAX_MESSAGE_SIZE", MAX_MESSAGE_SIZE),
             auth_require_tls=read.boolean("MAILSERVER_SMTP_AUTH_REQUIRE_TLS", True),
             auth_required=read.boolean("MAILSERVER_SMTP_AUTH_REQUIRED", True),
             validate_recipients=read.boolean("MAILSERVER_SMTP_VALIDATE_RECIPIENTS", True),
@@ -221,7 +211,7 @@ class ServeSettings:
             # The SMTP certificate unless IMAP has its own.
             tls_cert=read.optional("MAILSERVER_IMAP_TLS_CERT") or smtp.tls_cert,
             tls_key=read.optional("MAILSERVER_IMAP_TLS_KEY") or smtp.tls_key,
-            max_append_size=read.size("MAILSERVER_IMAP_APPEND_LIMIT", smtp.max_message_size or 25 * 1024**2),
+            max_append_size=read.size("MAILSERVER_IMAP_APPEND_LIMIT", smtp.max_message_size or MAX_MESSAGE_SIZE),
             max_connections=read.integer("MAILSERVER_IMAP_MAX_CONNECTIONS", 1000),
             # 0 lifts the cap; unset keeps ImapConfig's default (50 sessions per client address)
             max_connections_per_ip=read.cap("MAILSERVER_IMAP_MAX_CONNECTIONS_PER_IP",
@@ -317,8 +307,17 @@ class _Reader:
         return value or None
 
     def size(self, name: str, default: int) -> int:
+        """James's sizes (``26214400``, ``512K``, ``25M``, ``1G``; bytes when no unit), 0 or more."""
         value = self.optional(name)
-        return default if value is None else parse_size(value, name)
+        if value is None:
+            return default
+        try:
+            size = parse_size(value)
+        except InvalidSize as exc:
+            raise SettingsError(f"{name}: {exc}") from None
+        if size < 0:   # "unlimited", "unknown" or a negative amount: James's values, not a limit here
+            raise SettingsError(f"{name}: {value!r} is not a size of 0 or more bytes")
+        return size
 
     def one_of(self, name: str, choices: tuple[str, ...], default: str) -> str:
         value = (self.optional(name) or default).lower()

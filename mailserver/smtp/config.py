@@ -14,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MiB = 1024 * 1024
+from mailserver.model.james_units import MIB
+
+MAX_MESSAGE_SIZE = 25 * MIB   # also the IMAP APPEND limit unless configured
 MIN_LINE_LENGTH = 998   # RFC 5321 4.5.3.1.6: 1000 octets with the CRLF
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -39,7 +41,7 @@ class SmtpConfig:
     port: int = 2525
     hostname: str = "localhost"             # announced in the greeting, EHLO and Received headers
     software_name: str = "JAMES SMTP Server"  # James's default, kept for Received-header parsers
-    max_message_size: int = 25 * MiB        # advertised as SIZE; 0 disables the limit
+    max_message_size: int = MAX_MESSAGE_SIZE        # advertised as SIZE; 0 disables the limit
     auth_require_tls: bool = True           # AUTH offered only after STARTTLS
     # James ``authRequired``: refuse RCPT to a non-local domain unless authenticated or in an
     # authorized network. False leaves the decision to the mailet container (relay-denied).

@@ -9,36 +9,20 @@ default one year = 365.2425 days as Java's ``ChronoUnit.YEARS``) and
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from mailserver.model.james_units import parse_duration
+
 RESTORED_MESSAGES = "Restored-Messages"
-ONE_YEAR = timedelta(seconds=31556952)
-_DURATION = re.compile(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*")
-_UNIT_SECONDS = {
-    **dict.fromkeys(("ms", "msec", "msecs"), 0.001),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
-    **dict.fromkeys(("h", "hour", "hours"), 3600),
-    **dict.fromkeys(("d", "day", "days"), 86400),
-    **dict.fromkeys(("w", "week", "weeks"), 7 * 86400),
-    **dict.fromkeys(("month", "months"), 31556952 // 12),
-    **dict.fromkeys(("y", "year", "years"), 31556952),
-}
+ONE_YEAR = timedelta(seconds=31556952)   # ChronoUnit.YEARS, James's default retention
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def parse_retention(raw: str) -> timedelta:
-    """James's DurationParser with days as the default unit; ValueError on anything else."""
-    match = _DURATION.fullmatch(raw)
-    if match is None:
-        raise ValueError(f"retention period {raw!r} is not <number>[unit]")
-    unit = match.group(2).lower() or "days"
-    if unit not in _UNIT_SECONDS:
-        raise ValueError(f"retention period {raw!r}: unknown unit {match.group(2)!r}")
-    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[unit])
+    """James's DurationParser with days as the default unit; ValueError naming the text otherwise."""
+    return parse_duration(raw, "days")
 
 
 @dataclass(frozen=True)

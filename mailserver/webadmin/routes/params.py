@@ -9,39 +9,23 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from mailserver.model.java_numbers import JAVA_INT_MAX, JAVA_LONG_MAX, NotAnInteger, OutOfRange, parse_integer
+from mailserver.model import james_units
+from mailserver.model.james_units import InvalidDuration
+from mailserver.model.java_numbers import JAVA_INT_MAX, NotAnInteger, OutOfRange, parse_integer
 from mailserver.webadmin.errors import WebAdminError, bad_request
-
-_DURATION = re.compile(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*")
-_SECONDS = {
-    **dict.fromkeys(("ms", "msec", "msecs"), 0.001),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
-    **dict.fromkeys(("h", "hour", "hours"), 3600),
-    **dict.fromkeys(("d", "day", "days"), 86400),
-    **dict.fromkeys(("w", "week", "weeks"), 7 * 86400),
-    # Java's estimated ChronoUnit durations (a year is 365.2425 days, a month a twelfth of it).
-    **dict.fromkeys(("month", "months"), 31556952 // 12),
-    **dict.fromkeys(("y", "year", "years"), 31556952),
-}
 
 
 def parse_duration(raw: str, default_unit: str) -> timedelta:
-    """``<N><unit>`` (James's DurationParser); a bare number is in ``default_unit``. ValueError otherwise."""
-    match = _DURATION.fullmatch(raw)
-    if match is None:
-        raise ValueError(f"The supplied String is not a supported format {raw}")
-    unit = match.group(2).lower() or default_unit
-    if unit not in _SECONDS:
-        raise ValueError(f"Unknown unit: {match.group(2)}")
-    try:   # James's DurationParser reads the amount as a long
-        amount = parse_integer(match.group(1), 0, JAVA_LONG_MAX)
-    except OutOfRange:
-        raise ValueError(f"Duration too large: {raw.strip()}") from None
+    """James's DurationParser (``model.james_units``); a bare number is in ``default_unit``. The
+    ValueError carries the message WebAdmin answers in ``details``."""
     try:
-        return timedelta(seconds=amount * _SECONDS[unit])
-    except OverflowError:   # more than 999,999,999 days: no instant is that far from another
-        raise ValueError(f"Duration too large: {raw.strip()}") from None
+        return james_units.parse_duration(raw, default_unit)
+    except InvalidDuration as exc:
+        if exc.problem == InvalidDuration.UNIT:
+            raise ValueError(f"Unknown unit: {exc.unit}") from None
+        if exc.problem == InvalidDuration.TOO_LARGE:
+            raise ValueError(f"Duration too large: {raw.strip()}") from None
+        raise ValueError(f"The supplied String is not a supported format {raw}") from None
 
 
 def ago(raw: str, default_unit: str, now: datetime) -> datetime:

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mailserver.blob.api import BlobId, GenerationAwareBlobIdFactory, GenerationConfig, RandomBlobIdFactory
-from mailserver.blob.config import BlobStoreConfig, parse_duration
+from mailserver.blob.config import BlobStoreConfig
+from mailserver.model.james_units import parse_duration
 from mailserver.runtime.settings import ServeSettings, SettingsError
 
 
@@ -35,7 +36,8 @@ def test_on_gives_generation_aware_ids_of_the_configured_family_and_duration():
                                             ("2 days", timedelta(days=2)), ("12h", timedelta(hours=12)),
                                             ("90 minutes", timedelta(minutes=90)), ("45s", timedelta(seconds=45))])
 def test_durations_default_to_days_as_james(text, expected):
-    assert parse_duration(text) == expected
+    assert BlobStoreConfig.from_env({"MAILSERVER_BLOB_GENERATION_DURATION": text}).generation.duration == expected
+    assert parse_duration(text, "days") == expected
 
 
 @pytest.mark.parametrize("env, variable", [
