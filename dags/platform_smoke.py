@@ -10,6 +10,8 @@ from mailplatform.operators.spark_job import SparkJobOperator
 from mailplatform.param_checks import check_params_task, form_params
 from mailplatform.procedures import CASSANDRA_POOL
 
+from mailserver.cassandra.config import DEFAULT_KEYSPACE
+
 DOC = """
 ### Platform smoke test
 
@@ -52,7 +54,7 @@ with DAG(
 
         assert params is not None
         ks, users, per_user = params["keyspace"], params["users"], params["messages_per_user"]
-        if ks == "james_keyspace":
+        if ks == DEFAULT_KEYSPACE:
             raise ValueError("the smoke test never writes into the mail keyspace")
         expected: dict[str, list[int]] = {}
         with CassandraHook().session(keyspace=ks) as session:

@@ -9,9 +9,9 @@ from airflow.sdk import Param
 from mailplatform.procedures import Procedure, repair_dag
 from mailplatform.scheduling import Schedule
 
+from mailserver.model.james_units import DURATION_PATTERN
+
 TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
-DURATION_PATTERN = r"^\s*[0-9]+\s*(ms|msec|msecs|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours|" \
-                   r"d|day|days|w|week|weeks|month|months|y|year|years)?\s*$"
 INSTANT_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})$"
 
 DOC = """

@@ -13,6 +13,7 @@ import os
 from urllib.parse import unquote, urlsplit
 
 from include.stack.endpoints import Endpoints
+from mailserver.cassandra.config import DEFAULT_KEYSPACE
 
 SPARK_CONN_ID = "spark_default"
 CASSANDRA_CONN_ID = "cassandra_default"
@@ -21,8 +22,6 @@ OPENSEARCH_CONN_ID = "opensearch_default"
 RABBITMQ_CONN_ID = "rabbitmq_default"
 RABBITMQ_MANAGEMENT_CONN_ID = "rabbitmq_management"
 WEBADMIN_CONN_ID = "webadmin_default"
-
-DEFAULT_KEYSPACE = "james_keyspace"
 
 
 def _env_var(conn_id: str) -> str:

@@ -24,7 +24,9 @@ SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailse
                            "mailserver/search/index.py", "mailserver/search/mapping.py",
                            # the vault purge expires months with the server's bucket names and durations
                            "mailserver/vault/__init__.py", "mailserver/vault/buckets.py",
-                           "mailserver/vault/config.py")
+                           "mailserver/vault/config.py",
+                           # every job's default keyspace is the server's
+                           "mailserver/cassandra/__init__.py", "mailserver/cassandra/config.py")
 
 
 def job_path(job: str) -> Path:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+DEFAULT_KEYSPACE = "james_keyspace"   # James's default, the one name every part uses unless told
 _IDENTIFIER = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 
 
@@ -20,7 +21,7 @@ def validate_identifier(name: str, what: str = "identifier") -> str:
 class CassandraConfig:
     hosts: tuple[str, ...] = ("127.0.0.1",)
     port: int = 9042
-    keyspace: str = "james_keyspace"
+    keyspace: str = DEFAULT_KEYSPACE
     # SimpleStrategy with 1 replica locally; production: {"class": "NetworkTopologyStrategy", "dc1": 3}
     replication: Mapping[str, str | int] = field(
         default_factory=lambda: {"class": "SimpleStrategy", "replication_factor": 1})
@@ -40,7 +41,7 @@ class CassandraConfig:
         values: dict = {
             "hosts": tuple(h.strip() for h in env.get("CASSANDRA_HOSTS", "127.0.0.1").split(",") if h.strip()),
             "port": int(env.get("CASSANDRA_PORT", "9042")),
-            "keyspace": env.get("CASSANDRA_KEYSPACE", "james_keyspace"),
+            "keyspace": env.get("CASSANDRA_KEYSPACE", DEFAULT_KEYSPACE),
             "username": env.get("CASSANDRA_USERNAME") or None,
             "password": env.get("CASSANDRA_PASSWORD") or None,
             "local_dc": env.get("CASSANDRA_LOCAL_DC") or None,

@@ -42,12 +42,12 @@ from mailplatform.procedures import CASSANDRA_POOL, check_report, run_identity_a
 from mailplatform.sensors.health import WebAdminHealthSensor
 from mailplatform.sensors.queue_depth import QueueDepthSensor
 from mailplatform.sensors.rabbitmq_health import RabbitMQHealthSensor
+from mailserver.model.james_units import DURATION_PATTERN
 
 RABBITMQ_CONN_ID = "rabbitmq_management"
 BACKENDS = ["Cassandra backend", "RabbitMQ backend", "ObjectStorage"]
 WORKQUEUE_PREFIX = "JamesMailQueue-workqueue-"
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._:@-]{1,180}$"
-DURATION_PATTERN = r"^\s*\d+\s*(ms|s|m|h|d|w|sec|secs|seconds?|min|mins|minutes?|hours?|days?|weeks?)?\s*$"
 ADDRESS_PATTERN = r"^(\*@[^@\s]+|[^@\s]+@[^@\s]+)$"
 REPOSITORY_URL_PATTERN = r"^[a-z][a-z0-9+.-]*://\S+$"
 BUCKET_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"

@@ -3,7 +3,8 @@
 Three kinds of rules, run in this order, the first refusal failing the task without retry (a retry
 cannot fix a param) with one line that names the param:
 
-* what the trigger form must not decide: the bounds of numbers and the emptied fields. The form's
+* what the trigger form must not decide: the bounds of numbers, the emptied fields and durations
+  (a param with ``DURATION_PATTERN`` is parsed as James does). The form's
   number input quietly moves a value outside ``minimum``/``maximum`` to the bound (``slices=-5``
   became 1), so ``form_params`` takes the bounds out of the form's schema and checks them here,
   where ``-5`` is refused, never changed. It also lets a field with a default be shown optional
@@ -24,6 +25,8 @@ from typing import Any
 
 from airflow.sdk import Param, task
 from airflow.sdk.exceptions import AirflowFailException
+
+from mailserver.model.james_units import DURATION_PATTERN, InvalidDuration, parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,20 @@ def in_bounds(name: str, bounds: Mapping[str, float]) -> Rule:
             raise ParamError(name, f"{value} is above the maximum of {bounds['maximum']}")
         if "exclusiveMaximum" in bounds and value >= bounds["exclusiveMaximum"]:
             raise ParamError(name, f"{value} must be less than {bounds['exclusiveMaximum']}")
+    return rule
+
+
+def is_duration(name: str) -> Rule:
+    """James's duration, checked whole: the form's ``DURATION_PATTERN`` cannot bound the amount (an
+    ``int`` in James), and the job would refuse it only once the run is under way."""
+    def rule(params: Mapping[str, Any], _lookups: Any) -> None:
+        value = params.get(name)
+        if value in (None, ""):
+            return
+        try:
+            parse_duration(str(value))
+        except InvalidDuration as exc:
+            raise ParamError(name, str(exc)) from None
     return rule
 
 
@@ -119,6 +136,8 @@ def form_params(params: Mapping[str, Param]) -> tuple[dict[str, Param], list[Rul
                 rules.append(not_emptied(name, default))
         if bounds:
             rules.append(in_bounds(name, bounds))
+        if schema.get("pattern") == DURATION_PATTERN:
+            rules.append(is_duration(name))
         shown[name] = Param(default, description=param.description, **schema)
     return shown, rules
 

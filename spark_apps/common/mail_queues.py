@@ -4,7 +4,7 @@ Two halves:
 
 * **reading** (driver, Spark): James's browse view (``enqueuedMailsV4`` minus ``deletedMailsV2``,
   from ``browseStart`` on) as a DataFrame, the filters of the queue procedures as Spark columns
-  (pure, unit-tested), durations, and a snapshot of the enqueueIds the broker holds;
+  (pure, unit-tested), and a snapshot of the enqueueIds the broker holds;
 * **acting** (executors): every change goes through the server's own code, the
   ``DistributedMailQueue`` and ``CassandraMailRepositoryStore`` of ``mailserver``, so broker, view
   and blobs stay as consistent as the server keeps them. ``QueueAccess`` is the picklable recipe
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from mailserver.model.james_units import parse_duration
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -35,15 +37,7 @@ if TYPE_CHECKING:
 NEXT_DELIVERY_ATTRIBUTE = "mailserver.queue.nextDelivery"   # mailserver.queue.view (the delay extension)
 WORKQUEUE_PREFIX = "JamesMailQueue-workqueue-"
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9._:@-]{1,180}$")
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-_UNITS = {"": 1, "ms": 0.001, "msec": 0.001, "msecs": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
-          "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-          "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-          "h": 3600, "hour": 3600, "hours": 3600,
-          "d": 86400, "day": 86400, "days": 86400,
-          "w": 604800, "week": 604800, "weeks": 604800}
-DURATION_PATTERN = r"^\s*\d+\s*(ms|msec|msecs|milliseconds?|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|" \
-                   r"d|days?|w|weeks?)?\s*$"
+JOB_DURATION_UNIT = "s"   # a bare number in a job's duration option is seconds
 
 _LOCK = threading.RLock()   # builders nest (the factory builds the session)
 _BUILT: dict[tuple[str, Any], Any] = {}
@@ -51,15 +45,9 @@ _BUILT: dict[tuple[str, Any], Any] = {}
 
 # -- pure helpers --------------------------------------------------------------------------------
 
-def parse_duration(raw: str, default_unit: str = "s") -> timedelta:
-    """``<N><unit>`` as James's DurationParser (``30m``, ``2h``, ``1d``); a bare number is in ``default_unit``."""
-    match = _DURATION.match(raw or "")
-    if match is None:
-        raise ValueError(f"not a duration: {raw!r} (expected e.g. 30m, 2h, 1d)")
-    unit = (match.group(2) or default_unit).lower()
-    if unit not in _UNITS:
-        raise ValueError(f"unknown duration unit {match.group(2)!r} in {raw!r}")
-    return timedelta(seconds=int(match.group(1)) * _UNITS[unit])
+def job_duration(raw: str) -> timedelta:
+    """A job's duration option: James's durations (``model.james_units``), seconds when no unit."""
+    return parse_duration(raw, JOB_DURATION_UNIT)
 
 
 def validate_queue_name(name: str) -> str:
@@ -125,7 +113,7 @@ class MailFilters:
     def parse(cls, sender: str | None = None, recipient: str | None = None, name: str | None = None,
               older_than: str | None = None) -> MailFilters:
         return cls(AddressFilter.parse(sender), AddressFilter.parse(recipient), (name or "").strip() or None,
-                   parse_duration(older_than) if older_than else None)
+                   job_duration(older_than) if older_than else None)
 
     @staticmethod
     def add_arguments(group: Any, *, name_means: str, older_than_means: str) -> None:

@@ -12,6 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from mailserver.cassandra.config import DEFAULT_KEYSPACE
+
 
 @dataclass(frozen=True)
 class JobSettings:
@@ -28,7 +30,7 @@ class JobSettings:
         g.add_argument("--master", help="Spark master; default: what spark-submit was given, else local[*]")
         g.add_argument("--cassandra-hosts", help="comma-separated contact points [CASSANDRA_HOSTS]")
         g.add_argument("--cassandra-port", type=int, help="CQL port [CASSANDRA_PORT]")
-        g.add_argument("--keyspace", help="keyspace [CASSANDRA_KEYSPACE, default james_keyspace]")
+        g.add_argument("--keyspace", help=f"keyspace [CASSANDRA_KEYSPACE, default {DEFAULT_KEYSPACE}]")
         g.add_argument("--s3-endpoint", help="S3 endpoint URL [S3_ENDPOINT]")
         g.add_argument("--opensearch-url", help="OpenSearch URL [OPENSEARCH_URL]")
 
@@ -39,7 +41,7 @@ class JobSettings:
             master=args.master or env.get("SPARK_MASTER"),
             cassandra_hosts=args.cassandra_hosts or env.get("CASSANDRA_HOSTS", "127.0.0.1"),
             cassandra_port=int(args.cassandra_port or env.get("CASSANDRA_PORT", "9042")),
-            keyspace=args.keyspace or env.get("CASSANDRA_KEYSPACE", "james_keyspace"),
+            keyspace=args.keyspace or env.get("CASSANDRA_KEYSPACE", DEFAULT_KEYSPACE),
             s3_endpoint=args.s3_endpoint or env.get("S3_ENDPOINT"),
             opensearch_url=args.opensearch_url or env.get("OPENSEARCH_URL"),
         )

@@ -40,8 +40,8 @@ from spark_apps.common.mail_queues import (
     browse_starts,
     epoch_ms,
     from_epoch_ms,
+    job_duration,
     now_utc,
-    parse_duration,
     read_live_view,
     ready_count,
     validate_queue_name,
@@ -121,7 +121,7 @@ class DrainMailQueue(Procedure):
         if self.action == "hold":
             if not args.hold_for:
                 raise ValueError("--action hold needs --hold-for (e.g. 2h)")
-            self.hold_for = parse_duration(args.hold_for)
+            self.hold_for = job_duration(args.hold_for)
             if self.hold_for <= timedelta(0):
                 raise ValueError("--hold-for must be positive")
         elif args.hold_for:

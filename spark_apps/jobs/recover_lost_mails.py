@@ -45,8 +45,8 @@ from spark_apps.common.mail_queues import (
     content_starts,
     epoch_ms,
     from_epoch_ms,
+    job_duration,
     now_utc,
-    parse_duration,
     read_live_view,
     snapshot_enqueue_ids,
     validate_queue_name,
@@ -175,11 +175,11 @@ class RecoverLostMails(Procedure):
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
         self.queues = [validate_queue_name(q) for q in args.queue] if args.queue else None
-        self.older_than = parse_duration(args.older_than)
+        self.older_than = job_duration(args.older_than)
         self.check_broker = not args.no_broker_check
         self.scan_orphans = not args.no_orphans
-        self.orphan_min_age = parse_duration(args.orphan_min_age)
-        self.orphan_max_age = parse_duration(args.orphan_max_age)
+        self.orphan_min_age = job_duration(args.orphan_min_age)
+        self.orphan_max_age = job_duration(args.orphan_max_age)
         self.target_queue = validate_queue_name(args.target_queue)
         self.signature = args.intake_signature
         if args.pairing_window_ms < 0:

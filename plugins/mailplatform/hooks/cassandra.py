@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from airflow.sdk import BaseHook
 
+from mailserver.cassandra.config import DEFAULT_KEYSPACE
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -26,7 +28,7 @@ class CassandraHook(BaseHook):
     def settings(self) -> tuple[list[str], int, str]:
         conn = self.get_connection(self.cassandra_conn_id)
         hosts = [h.strip() for h in (conn.host or "127.0.0.1").split(",") if h.strip()]
-        return hosts, int(conn.port or 9042), conn.schema or "james_keyspace"
+        return hosts, int(conn.port or 9042), conn.schema or DEFAULT_KEYSPACE
 
     @contextmanager
     def session(self, keyspace: str | None = None) -> Iterator[Session]:

@@ -17,8 +17,8 @@ from spark_apps.common.mail_queues import (
     MailFilters,
     enqueue_id_of,
     epoch_ms,
+    job_duration,
     live_view_entries,
-    parse_duration,
 )
 from spark_apps.jobs.drain_mail_queue import held_copy_id, matching_mails
 from spark_apps.jobs.flush_delayed_mails import delayed_mails, verdict
@@ -55,13 +55,13 @@ def view_of(spark):
 
 
 def test_durations_as_james_parses_them():
-    assert parse_duration("30m") == timedelta(minutes=30)
-    assert parse_duration("2h") == parse_duration("2 hours") == 2 * HOUR
-    assert parse_duration("1d") == timedelta(days=1) and parse_duration("90") == timedelta(seconds=90)
-    assert parse_duration("0s") == timedelta(0)
+    assert job_duration("30m") == timedelta(minutes=30)
+    assert job_duration("2h") == job_duration("2 hours") == 2 * HOUR
+    assert job_duration("1d") == timedelta(days=1) and job_duration("90") == timedelta(seconds=90)
+    assert job_duration("0s") == timedelta(0)
     for bad in ("", "soon", "3 fortnights", "-1h"):
         with pytest.raises(ValueError):
-            parse_duration(bad)
+            job_duration(bad)
 
 
 def test_live_entries_start_at_the_browse_start_and_drop_deleted_ones(view_of):
