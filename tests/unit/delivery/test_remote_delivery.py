@@ -86,6 +86,13 @@ def test_delay_times_syntax():
         parse_delay_times("ten minutes")
 
 
+def test_delay_times_take_james_durations_only():
+    assert parse_delay_times("1w, 3*2 Hours") == [timedelta(weeks=1)] + [timedelta(hours=2)] * 3
+    for bad in ("500 milliseconds", "-5s", "2*3*1h", "x*1h"):
+        with pytest.raises(ValueError, match=r"delay time|attempt count"):
+            parse_delay_times(bad)
+
+
 def test_max_retries_reconciliation():
     three = parse_delay_times("5000, 100000, 500000")
     assert reconcile(three, 3) == (three, 3)
