@@ -19,6 +19,7 @@ from mailserver.imap.sequence import SequenceSet, format_set
 from mailserver.imap.session_base import Bye, No, SessionBase, State
 from mailserver.mailbox.errors import MailboxNotFound, MessageNotFound
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from mailserver.model.ids import MailboxId
 from mailserver.model.message import MessageMetadata
 
 if TYPE_CHECKING:
@@ -267,7 +268,7 @@ class MessageCommands(SessionBase):
         if not uids:
             return f"OK {verb} completed (nothing to do)"
 
-        def run() -> tuple[int, list[int], object]:
+        def run() -> tuple[int, list[int], MailboxId]:
             try:
                 destination = self.manager.get_mailbox(target)
             except MailboxNotFound:
@@ -276,7 +277,7 @@ class MessageCommands(SessionBase):
             return destination.uid_validity, [c.uid for c in copies], destination.id
 
         uid_validity, new_uids, destination_id = await self.blocking(run)
-        self.server.watcher.changed(destination_id)   # type: ignore[arg-type]
+        self.server.watcher.changed(destination_id)
         code = f"COPYUID {uid_validity} {format_set(uids)} {format_set(new_uids)}" \
             if len(new_uids) == len(uids) else None
         if not move:

@@ -156,6 +156,6 @@ class CommandReader:
             except BaseException:
                 file.close()
                 raise
-            return Literal(file=file, size=size)  # type: ignore[arg-type]
+            return Literal(file=file, size=size)
         except asyncio.IncompleteReadError as exc:
             raise ConnectionClosed() from exc

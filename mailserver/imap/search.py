@@ -165,13 +165,13 @@ class _Parser:
                 raise ParseError(f"[LIMIT] SEARCH criteria nested deeper than {MAX_DEPTH} levels of OR, NOT "
                                  "and parentheses")
         if isinstance(token, list):
-            inner = _Parser(token)
+            group = _Parser(token)
             predicates = []
-            while inner.more():
-                predicates.append(inner.key(depth + 1))
+            while group.more():
+                predicates.append(group.key(depth + 1))
             if not predicates:
                 raise ParseError("SEARCH: empty parenthesized criteria")
-            self.modseq |= inner.modseq
+            self.modseq |= group.modseq
             return _all(predicates)
         if not isinstance(token, Atom):
             raise ParseError(f"SEARCH: unexpected string {token!r}")

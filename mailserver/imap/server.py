@@ -30,8 +30,9 @@ from contextlib import contextmanager
 from mailserver.imap.config import ImapConfig
 from mailserver.imap.session import Session
 from mailserver.imap.watcher import MailboxWatcher
-from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.manager import MailboxManager, MailboxState
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore, SubscriptionStore
+from mailserver.model.mailbox import MailboxPath
 from mailserver.observability.metrics import Metrics
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.connection_caps import ConnectionCaps
@@ -65,7 +66,7 @@ class ImapServer:
             metrics.gauge("imap.request.concurrent.count", lambda: float(self.in_flight), "IMAP commands running")
             metrics.gauge("imap.connections", lambda: float(len(self.sessions)), "Open IMAP sessions")
 
-    async def _probe(self, path: object) -> object:
+    async def _probe(self, path: MailboxPath) -> MailboxState:
         assert self.pool is not None
         return await asyncio.get_running_loop().run_in_executor(self.pool, self.manager.mailbox_state, path)
 

@@ -9,6 +9,7 @@ describes, which the maintenance procedures then repair.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import threading
 import uuid
@@ -299,7 +300,8 @@ class CassandraMessageStore(MessageStore):
         # A row without messageId is a partial write (CQL UPDATE): James drops it on read.
         return [row_to_metadata(r) for r in rows if r.get("messageid") is not None]
 
-    def find_by_message_id(self, message_id: MessageId, *, settle_pending: bool = False) -> list[MessageMetadata]:
+    def find_by_message_id(self, message_id: MessageId, *,
+                           settle_pending: bool = False) -> builtins.list[MessageMetadata]:
         # imapUidTable rows are written by an LWT (IF NOT EXISTS): one that timed out may have been
         # accepted by a single replica, invisible to a QUORUM read until its Paxos round completes.
         # A SERIAL read completes it first; without it a redelivery stored the mail a second time.
@@ -307,7 +309,7 @@ class CassandraMessageStore(MessageStore):
                 self.s.execute("SELECT * FROM imapUidTable WHERE messageId = ?", (message_id.value,),
                                strong=settle_pending)]
 
-    def deleted_uids(self, mailbox_id: MailboxId) -> list[int]:
+    def deleted_uids(self, mailbox_id: MailboxId) -> builtins.list[int]:
         return [r["uid"] for r in self.s.execute("SELECT uid FROM messageDeleted WHERE mailboxId = ?",
                                                  (mailbox_id.value,))]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterator
 
@@ -125,11 +126,12 @@ class MemoryMessageStore(MessageStore):
         rows = self._by_mailbox.get(mailbox_id, {})
         return [rows[u] for u in sorted(rows) if u >= uid_from and (uid_to is None or u <= uid_to)]
 
-    def find_by_message_id(self, message_id: MessageId, *, settle_pending: bool = False) -> list[MessageMetadata]:
+    def find_by_message_id(self, message_id: MessageId, *,
+                           settle_pending: bool = False) -> builtins.list[MessageMetadata]:
         return sorted((m for rows in self._by_mailbox.values() for m in rows.values() if m.message_id == message_id),
                       key=lambda m: (str(m.mailbox_id), m.uid))
 
-    def deleted_uids(self, mailbox_id: MailboxId) -> list[int]:
+    def deleted_uids(self, mailbox_id: MailboxId) -> builtins.list[int]:
         return [m.uid for m in self.list(mailbox_id) if m.flags.has(SystemFlag.DELETED)]
 
     def counters(self, mailbox_id: MailboxId) -> MailboxCounters:

@@ -7,6 +7,7 @@ events) live in ``manager.py`` and are the same for both.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -109,14 +110,15 @@ class MessageStore(ABC):
         """By uid range, from the projection (messageIdTable), as IMAP does."""
 
     @abstractmethod
-    def find_by_message_id(self, message_id: MessageId, *, settle_pending: bool = False) -> list[MessageMetadata]:
+    def find_by_message_id(self, message_id: MessageId, *,
+                           settle_pending: bool = False) -> builtins.list[MessageMetadata]:
         """Every mailbox holding the message, from the truth (imapUidTable).
 
         ``settle_pending``: a copy whose conditional write timed out, its outcome unknown, is settled
         first (written or not, for good) and then counted: what a caller deciding "store it again?" needs."""
 
     @abstractmethod
-    def deleted_uids(self, mailbox_id: MailboxId) -> list[int]: ...
+    def deleted_uids(self, mailbox_id: MailboxId) -> builtins.list[int]: ...
 
     @abstractmethod
     def counters(self, mailbox_id: MailboxId) -> MailboxCounters: ...

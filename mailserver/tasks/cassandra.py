@@ -13,6 +13,7 @@ a crash between the two writes leaves a stale entry, never a task nobody can fin
 
 from __future__ import annotations
 
+import builtins
 import json
 import uuid
 from datetime import datetime, timedelta
@@ -65,7 +66,7 @@ class CassandraTaskStore(TaskStore):
     def list(self) -> list[TaskExecutionDetails]:
         return [_details(row) for row in self.s.execute(SELECT_ALL)]
 
-    def waiting(self, limit: int) -> list[TaskExecutionDetails]:
+    def waiting(self, limit: int) -> builtins.list[TaskExecutionDetails]:
         found: list[TaskExecutionDetails] = []
         # Read past entries of tasks canceled or claimed meanwhile (dropped as they are met).
         for entry in self.s.execute(SCHEDULE, (WAITING, limit + 100)):
@@ -82,7 +83,7 @@ class CassandraTaskStore(TaskStore):
                 break
         return found
 
-    def running(self) -> list[TaskExecutionDetails]:
+    def running(self) -> builtins.list[TaskExecutionDetails]:
         found = []
         for entry in self.s.execute(SCHEDULE, (RUNNING, MAX_SCHEDULE_SCAN)):
             details = self.get(entry["taskid"])

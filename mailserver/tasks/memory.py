@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 import uuid
 from dataclasses import replace
@@ -29,7 +30,7 @@ class MemoryTaskStore(TaskStore):
         with self._lock:
             return list(self._tasks.values())
 
-    def waiting(self, limit: int) -> list[TaskExecutionDetails]:
+    def waiting(self, limit: int) -> builtins.list[TaskExecutionDetails]:
         with self._lock:
             waiting = [d for d in self._tasks.values() if d.status is TaskStatus.WAITING]
         # A stable sort on the date alone: tasks submitted within the same millisecond keep their
@@ -37,7 +38,7 @@ class MemoryTaskStore(TaskStore):
         waiting.sort(key=lambda d: d.submitted_date)
         return waiting[:limit]
 
-    def running(self) -> list[TaskExecutionDetails]:
+    def running(self) -> builtins.list[TaskExecutionDetails]:
         with self._lock:
             return [d for d in self._tasks.values() if d.status.running]
 

@@ -15,6 +15,7 @@ Cassandra), which is what makes the cluster safe without a coordinator:
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from abc import ABC, abstractmethod
 from datetime import datetime
@@ -36,11 +37,11 @@ class TaskStore(ABC):
         """Every task (unordered)."""
 
     @abstractmethod
-    def waiting(self, limit: int) -> list[TaskExecutionDetails]:
+    def waiting(self, limit: int) -> builtins.list[TaskExecutionDetails]:
         """Up to ``limit`` waiting tasks, oldest submission first."""
 
     @abstractmethod
-    def running(self) -> list[TaskExecutionDetails]:
+    def running(self) -> builtins.list[TaskExecutionDetails]:
         """Tasks currently owned by a worker (inProgress or canceledRequested)."""
 
     @abstractmethod
