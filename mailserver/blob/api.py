@@ -267,7 +267,7 @@ class BlobStream(io.RawIOBase):
         return True
 
     def read(self, size: int | None = -1) -> bytes:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         if size is None or size < 0:
             return self._raw.read()
         return self._raw.read(size) if size else b""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesHeaderParser
 from email.policy import compat32
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class MalformedMessage(ValueError):
 @dataclass
 class SplitMessage:
     header: bytes
-    body: BinaryIO          # positioned at 0, spooled to disk past SPOOL_IN_MEMORY
+    body: IO[bytes]         # positioned at 0, spooled to disk past SPOOL_IN_MEMORY
     body_start_octet: int
     size: int
 
@@ -47,10 +47,10 @@ def _chunks(source: bytes | BinaryIO | Iterable[bytes]) -> Iterable[bytes]:
         for i in range(0, len(data), CHUNK):
             yield data[i:i + CHUNK]
     elif hasattr(source, "read"):
-        while chunk := source.read(CHUNK):  # type: ignore[union-attr]
+        while chunk := source.read(CHUNK):
             yield chunk
     else:
-        yield from source  # type: ignore[misc]
+        yield from source
 
 
 _SEPARATOR = re.compile(rb"\r?\n\r?\n")

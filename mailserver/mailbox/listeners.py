@@ -114,9 +114,9 @@ class DeleteMessageListener(EventListener):
             for metadata in event.expunged:
                 self._delete_if_unreferenced(metadata.message_id)
         elif isinstance(event, MailboxDeletion):
-            for metadata in self.messages.list(event.mailbox_id):
-                self.messages.delete(metadata)
-                self._delete_if_unreferenced(metadata.message_id)
+            for stored in self.messages.list(event.mailbox_id):
+                self.messages.delete(stored)
+                self._delete_if_unreferenced(stored.message_id)
             self.messages.clear_mailbox_indexes(event.mailbox_id)
 
     def _delete_if_unreferenced(self, message_id) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
-from mailserver.blob.api import BlobStore, StoragePolicy
+from mailserver.blob.api import BlobStore, BlobStream, StoragePolicy
 from mailserver.events.api import EventBus
 from mailserver.mailbox import content as message_content
 from mailserver.mailbox.acl import AclStore
@@ -44,7 +44,7 @@ from mailserver.model.events import (
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
 from mailserver.model.mailbox import INBOX, Mailbox, MailboxPath
-from mailserver.model.message import ComposedMessageId, MessageContent, MessageMetadata
+from mailserver.model.message import ComposedMessageId, EventMessageMetadata, MessageContent, MessageMetadata
 from mailserver.model.quota import QuotaRoot, QuotaUsage
 
 FLAG_UPDATE_RETRIES = 20
@@ -264,8 +264,8 @@ class MailboxManager:
             internal_date=internal_date or now, save_date=now, body_start_octet=parts.body_start_octet,
             size=size, header_blob_id=str(header_blob))
         self.messages.add(metadata)
-        self.events.dispatch(Added(user=path.user, path=mailbox.path, mailbox_id=mailbox.id, added=(metadata,),
-                                   is_delivery=is_delivery, is_appended=True))
+        self.events.dispatch(Added(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
+                                   added=(metadata.for_event(),), is_delivery=is_delivery, is_appended=True))
         return AppendResult(metadata.composed_id, size, metadata)
 
     def append_once(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], message_id: MessageId, *,
@@ -297,7 +297,7 @@ class MailboxManager:
                 continue   # listed already, or its mailbox was deleted since
             self.messages.complete_add(metadata)
             self.events.dispatch(Added(user=mailbox.path.user, path=mailbox.path, mailbox_id=mailbox.id,
-                                       added=(metadata,), is_delivery=is_delivery, is_appended=True))
+                                       added=(metadata.for_event(),), is_delivery=is_delivery, is_appended=True))
             finished.append(metadata)
         return AppendOnce(None, tuple(finished))
 
@@ -385,13 +385,13 @@ class MailboxManager:
                 size=m.size, header_blob_id=m.header_blob_id)
             self.messages.add(copy)
             copies.append(copy)
-        events: list = [Added(user=dst.path.user, path=dst.path, mailbox_id=dst.id, added=tuple(copies),
+        events: list = [Added(user=dst.path.user, path=dst.path, mailbox_id=dst.id, added=_for_event(copies),
                               is_appended=False, moved_from=src.id if move else None)]
         if move:
             for m in selected:
                 self.messages.delete(m)
             events.append(Expunged(user=src.path.user, path=src.path, mailbox_id=src.id,
-                                   expunged=tuple(selected), moved_to=dst.id))
+                                   expunged=_for_event(selected), moved_to=dst.id))
             events.append(MessageMoveEvent(user=src.path.user, previous_mailbox_ids=(src.id,),
                                            target_mailbox_ids=(dst.id,),
                                            message_ids=tuple(m.message_id for m in selected)))
@@ -441,7 +441,7 @@ class MailboxManager:
             self.messages.delete(m)
         if victims:
             self.events.dispatch(Expunged(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
-                                          expunged=tuple(victims)))
+                                          expunged=_for_event(victims)))
         return [m.uid for m in victims]
 
     def delete_messages(self, user: Username, message_ids: Iterable[MessageId]) -> int:
@@ -461,17 +461,22 @@ class MailboxManager:
                     self.messages.delete(m)
                     removed += 1
                 self.events.dispatch(Expunged(user=user, path=mailbox.path, mailbox_id=mailbox_id,
-                                              expunged=tuple(rows)))
+                                              expunged=_for_event(rows)))
         return removed
+
+
+def _for_event(messages: list[MessageMetadata]) -> tuple[EventMessageMetadata, ...]:
+    """What an Added or Expunged event carries of stored messages."""
+    return tuple(m.for_event() for m in messages)
 
 
 class _Concatenated(io.RawIOBase):
     """Blob streams read one after the other, each opened only when the previous one is exhausted."""
 
-    def __init__(self, openers: list[Callable[[], BinaryIO]]) -> None:
+    def __init__(self, openers: list[Callable[[], BlobStream]]) -> None:
         super().__init__()
         self._openers = list(openers)
-        self._current: BinaryIO | None = None
+        self._current: BlobStream | None = None
 
     def readable(self) -> bool:
         return True

@@ -50,14 +50,30 @@ MAX_SUBJECT_PASSES = 100
 class MessageMetadataLike(Protocol):
     """``MessageMetadata`` (store, with ``mailbox_id``) or ``EventMessageMetadata`` (event, mailbox given)."""
 
-    uid: int
-    mod_seq: int
-    flags: Flags
-    size: int
-    internal_date: datetime
-    save_date: datetime | None
-    message_id: MessageId
-    thread_id: MessageId
+    # Read-only members: both classes are frozen dataclasses.
+    @property
+    def uid(self) -> int: ...
+
+    @property
+    def mod_seq(self) -> int: ...
+
+    @property
+    def flags(self) -> Flags: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def internal_date(self) -> datetime: ...
+
+    @property
+    def save_date(self) -> datetime | None: ...
+
+    @property
+    def message_id(self) -> MessageId: ...
+
+    @property
+    def thread_id(self) -> MessageId: ...
 
 
 def document_id(mailbox_id: MailboxId | str, uid: int) -> str:

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, overload
 
 
 class TaskStatus(StrEnum):
@@ -68,7 +68,8 @@ class Task(ABC):
     task runs (from another thread), so counters it reports must be safe to read concurrently.
     """
 
-    type: ClassVar[str]
+    type: str   # a class attribute of most tasks; DagRunTask's is its procedure's, set per instance
+    _cancel_flag: threading.Event
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Task:
         # The flag exists whatever the subclass's __init__ does (no super().__init__() to forget).
@@ -100,6 +101,14 @@ def utc_now() -> datetime:
     # Millisecond precision: what a Cassandra ``timestamp`` keeps, so a report reads back equal.
     now = datetime.now(UTC)
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+@overload
+def aware(value: datetime) -> datetime: ...
+@overload
+def aware(value: None) -> None: ...
+@overload
+def aware(value: datetime | None) -> datetime | None: ...
 
 
 def aware(value: datetime | None) -> datetime | None:

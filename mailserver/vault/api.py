@@ -14,7 +14,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 
-from mailserver.blob.api import BlobContent, BlobNotFound, BlobStore, BlobStream, BucketName, StoragePolicy
+from mailserver.blob.api import (
+    BlobContent,
+    BlobId,
+    BlobNotFound,
+    BlobStore,
+    BlobStream,
+    BucketName,
+    StoragePolicy,
+)
+from mailserver.blob.spool import Spooled
 from mailserver.model.address import Username
 from mailserver.model.ids import MessageId
 from mailserver.vault.buckets import bucket_for, is_expired
@@ -148,23 +157,23 @@ class PlainIdBlobStore(BlobStore):
     def _check_bucket(self, bucket: BucketName) -> None:
         self.inner._check_bucket(bucket)
 
-    def _put(self, bucket, blob_id, content) -> None:  # type: ignore[no-untyped-def]
+    def _put(self, bucket: BucketName, blob_id: BlobId, content: Spooled) -> None:
         self.inner._put(bucket, blob_id, content)
 
-    def _open(self, bucket, blob_id) -> BlobStream:  # type: ignore[no-untyped-def]
+    def _open(self, bucket: BucketName, blob_id: BlobId) -> BlobStream:
         return self.inner._open(bucket, blob_id)
 
-    def _exists(self, bucket, blob_id) -> bool:  # type: ignore[no-untyped-def]
+    def _exists(self, bucket: BucketName, blob_id: BlobId) -> bool:
         return self.inner._exists(bucket, blob_id)
 
-    def _remove(self, bucket, blob_id) -> None:  # type: ignore[no-untyped-def]
+    def _remove(self, bucket: BucketName, blob_id: BlobId) -> None:
         self.inner._remove(bucket, blob_id)
 
-    def _delete_bucket(self, bucket) -> None:  # type: ignore[no-untyped-def]
+    def _delete_bucket(self, bucket: BucketName) -> None:
         self.inner._delete_bucket(bucket)
 
-    def _list_buckets(self):  # type: ignore[no-untyped-def]
+    def _list_buckets(self) -> Iterable[BucketName]:
         return self.inner._list_buckets()
 
-    def _list_blobs(self, bucket):  # type: ignore[no-untyped-def]
+    def _list_blobs(self, bucket: BucketName) -> Iterator[BlobId]:
         return self.inner._list_blobs(bucket)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from mailserver.blob.api import BlobStore
+from mailserver.blob.api import BlobStore, BlobStream
 from mailserver.mailbox.content import CHUNK, PREVIEW_SCAN_BYTES, preview
 from mailserver.mailbox.errors import MessageNotFound
 from mailserver.mailbox.hooks import DeleteOperation, PreDeletionHook
@@ -70,6 +70,6 @@ class DeletedMessageVaultHook(PreDeletionHook):
             self.vault.append(deleted, itertools.chain([header], _chunks(body)))
 
 
-def _chunks(stream) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
+def _chunks(stream: BlobStream) -> Iterator[bytes]:
     while chunk := stream.read(CHUNK):
         yield chunk

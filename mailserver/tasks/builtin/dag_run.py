@@ -172,4 +172,9 @@ def register(registry: TaskRegistry, runs: DagRuns, polling: Polling = Polling()
         if local is None:
             registry.register(task_type, delegated)
         else:
-            registry.register(task_type, lambda p, d=delegated, lo=local: d(p) if "dagId" in p else lo(p))
+            registry.register(task_type, _by_origin(delegated, local))
+
+
+def _by_origin(delegated: TaskFactory, local: TaskFactory) -> TaskFactory:
+    """Airflow's factory for a task submitted as a DAG run (its parameters name the DAG), else the local one."""
+    return lambda p: delegated(p) if "dagId" in p else local(p)
