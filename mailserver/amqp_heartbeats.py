@@ -31,8 +31,11 @@ MIN_PERIOD = 0.25
 class Serviced(Protocol):
     """What the keeper needs of a pooled connection."""
 
-    lock: threading.RLock | threading.Lock
-    connection: Any   # pika.BlockingConnection
+    @property
+    def lock(self) -> threading.RLock | threading.Lock: ...
+
+    @property
+    def connection(self) -> Any: ...   # pika.BlockingConnection
 
 
 def keeper_period(heartbeat: float | None) -> float | None:

@@ -19,7 +19,10 @@ class RabbitMQManagement:
         params = pika.URLParameters(amqp_url)
         self.base = management_url.rstrip("/")
         self.vhost = params.virtual_host
-        user, password = params.credentials.username, params.credentials.password
+        credentials = params.credentials
+        if not isinstance(credentials, pika.PlainCredentials):
+            raise ValueError("the management API needs the user and password of the AMQP URL")
+        user, password = credentials.username, credentials.password
         self._auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self.timeout = timeout
 

@@ -70,7 +70,9 @@ class DirectS3:
 
     def get_object(self, bucket: str, key: str) -> ObjectBody:
         """The object's content as a stream: read it, then close it (which gives the connection back)."""
-        return ObjectBody(self._send("GET", bucket, key, None, stream=True))
+        response = self._send("GET", bucket, key, None, stream=True)
+        assert isinstance(response, urllib3.HTTPResponse)   # what a PoolManager returns (typed as its base class)
+        return ObjectBody(response)
 
     def _send_once(self, method: str, bucket: str, key: str, body: bytes | None, *,
                    stream: bool = False) -> urllib3.BaseHTTPResponse:
@@ -91,7 +93,7 @@ class DirectS3:
 class ObjectBody:
     """A GET's response body, read as it arrives."""
 
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+    def __init__(self, response: urllib3.HTTPResponse) -> None:
         self._response = response
 
     def read(self, size: int = -1) -> bytes:

@@ -69,7 +69,9 @@ class ConfirmingPublisher:
         self.params = pika.URLParameters(amqp_url)
         if self.params.heartbeat is None:
             self.params.heartbeat = heartbeat
-        self._keeper = HeartbeatKeeper(self.params.heartbeat, name="amqp-publisher-heartbeats")
+        # A URL gives a number of seconds (pika's parameters also accept a negotiation callback).
+        timeout = self.params.heartbeat if isinstance(self.params.heartbeat, int) else None
+        self._keeper = HeartbeatKeeper(timeout, name="amqp-publisher-heartbeats")
         self.nack_retries = nack_retries
         self._free: queue.LifoQueue[_Link | None] = queue.LifoQueue()
         for _ in range(connections):

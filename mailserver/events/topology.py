@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pika
+import pika.exceptions
 
 from mailserver.events.naming import BusNames
 

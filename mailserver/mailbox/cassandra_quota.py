@@ -56,8 +56,9 @@ class CassandraQuotaStore(QuotaStore):
         return QuotaUsage(values.get(QuotaType.COUNT.value, 0), values.get(QuotaType.SIZE.value, 0))
 
     def increase(self, root: QuotaRoot, delta: QuotaUsage, once: AppliedEvent | None = None) -> bool:
-        updates = [(INCREMENT, (value, root.as_string(), COMPONENT, quota_type.value))
-                   for quota_type, value in ((QuotaType.COUNT, delta.count), (QuotaType.SIZE, delta.size)) if value]
+        updates: list[tuple[str, tuple[object, ...]]] = [
+            (INCREMENT, (value, root.as_string(), COMPONENT, quota_type.value))
+            for quota_type, value in ((QuotaType.COUNT, delta.count), (QuotaType.SIZE, delta.size)) if value]
         if once is not None:
             week = (self.today() - EPOCH).days // 7
             shard = once.event_id.int % APPLIED_SHARDS

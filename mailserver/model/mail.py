@@ -86,6 +86,12 @@ class MailContent:
     def stored(self) -> bool:
         return self.header_blob_id is not None
 
+    def blob_ids(self) -> tuple[str, str]:
+        """(header, body) blob ids of stored content; ValueError for inline content."""
+        if self.header_blob_id is None or self.body_blob_id is None:
+            raise ValueError("the mail content is inline, it has no blobs")
+        return self.header_blob_id, self.body_blob_id
+
 
 @dataclass(frozen=True)
 class PerRecipientHeader:

@@ -65,19 +65,20 @@ class MimeMessageStore:
         if not content.stored:
             return content.data or b""
         bucket = self.blobs.default_bucket
-        return self.blobs.read(bucket, content.header_blob_id) + self.blobs.read(bucket, content.body_blob_id)
+        header, body = content.blob_ids()
+        return self.blobs.read(bucket, header) + self.blobs.read(bucket, body)
 
     def read_header(self, content: MailContent) -> bytes:
         if not content.stored:
             data = content.data or b""
             return mime.split(data).header
-        return self.blobs.read(self.blobs.default_bucket, content.header_blob_id)
+        return self.blobs.read(self.blobs.default_bucket, content.blob_ids()[0])
 
     def read_body(self, content: MailContent) -> bytes:
         """The body alone (what follows the header and its empty line): one blob read when stored."""
         if not content.stored:
             return (content.data or b"")[len(self.read_header(content)):]
-        return self.blobs.read(self.blobs.default_bucket, content.body_blob_id)
+        return self.blobs.read(self.blobs.default_bucket, content.blob_ids()[1])
 
     def delete(self, content: MailContent, *, keep: Collection[str] = ()) -> None:
         """James deletes both blobs once a mail leaves a queue or a repository (a no-op under

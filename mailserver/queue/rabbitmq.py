@@ -534,12 +534,14 @@ class DistributedMailQueue(MailQueue):
         return DistributedMailQueueItem(self, link, tag, ref)
 
     def _blob_exists(self, blob_id: str | None) -> bool:
-        return bool(blob_id) and self.contents.blobs.exists(self.contents.blobs.default_bucket, blob_id)
+        if not blob_id:
+            return False
+        return self.contents.blobs.exists(self.contents.blobs.default_bucket, blob_id)
 
     def _content_size(self, content: MailContent) -> int:
         """Header + body sizes, streamed from the blob store (raises BlobNotFound)."""
         total = 0
-        for blob_id in (content.header_blob_id, content.body_blob_id):
+        for blob_id in content.blob_ids():
             with self.contents.blobs.read_stream(self.contents.blobs.default_bucket, blob_id) as stream:
                 while chunk := stream.read(1 << 20):
                     total += len(chunk)

@@ -195,7 +195,7 @@ def headers_from_json(node: Any) -> list[PerRecipientHeader]:
         return []
     if not isinstance(node, dict):
         raise SerializationError(f"perRecipientHeaders must be an object, got {node!r}")
-    out = []
+    out: list[PerRecipientHeader] = []
     for recipient, entry in node.items():
         headers = entry.get("header") if isinstance(entry, dict) else None
         if not isinstance(headers, dict):

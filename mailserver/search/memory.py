@@ -12,7 +12,7 @@ import copy
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -151,9 +151,14 @@ def sort_documents(documents: list[dict[str, Any]], query: SearchQuery) -> list[
     result = sorted(documents, key=lambda d: (d[f.MAILBOX_ID], d[f.UID]))
     for sort in reversed(query.sort):
         field_name = SORT_FIELDS[sort.clause]
-        convert = _date if field_name in (f.DATE, f.SENT_DATE) else (lambda v: v)
-        result.sort(key=lambda d, name=field_name, conv=convert: conv(d.get(name)), reverse=sort.reverse)
+        result.sort(key=_sort_key(field_name), reverse=sort.reverse)
     return result
+
+
+def _sort_key(field_name: str) -> Callable[[dict[str, Any]], Any]:
+    if field_name in (f.DATE, f.SENT_DATE):
+        return lambda d: _date(d.get(field_name))
+    return lambda d: d.get(field_name)
 
 
 class MemorySearchIndex(SearchIndex):

@@ -36,27 +36,27 @@ class AuthThrottleConfig(BaseModel):
 
     enabled: bool = True
     # Failures older than this are forgotten: a refusal ends at the latest one window after the failure that caused it.
-    window: float = Field(900.0, gt=0)
+    window: float = Field(default=900.0, gt=0)
     # Failures (from an address, or on an account) answered without delay within the window.
-    free_failures: int = Field(3, ge=0)
+    free_failures: int = Field(default=3, ge=0)
     # The first delay; each further failure doubles it.
-    delay: float = Field(1.0, ge=0)
+    delay: float = Field(default=1.0, ge=0)
     # The longest delay for an address (Dovecot's auth penalty stops at 15 s).
-    max_delay: float = Field(15.0, ge=0)
+    max_delay: float = Field(default=15.0, ge=0)
     # The longest delay failures on an account impose on attempts from other addresses: the owner
     # logging in while someone elsewhere guesses waits at most this long, and is never refused.
-    account_max_delay: float = Field(2.0, ge=0)
+    account_max_delay: float = Field(default=2.0, ge=0)
     # Failures from one address (any accounts) within the window before it is refused.
-    address_limit: int = Field(20, ge=1)
+    address_limit: int = Field(default=20, ge=1)
     # Failures on one account from one address within the window before that pair is refused.
-    account_address_limit: int = Field(10, ge=1)
+    account_address_limit: int = Field(default=10, ge=1)
     # IPv6 clients are counted per network of this prefix (a host owns a whole /64).
-    ipv6_prefix: int = Field(64, ge=1, le=128)
+    ipv6_prefix: int = Field(default=64, ge=1, le=128)
     # Addresses never counted nor refused as addresses (a webmail or proxy in front of many users);
     # failures on accounts still delay their attempts.
     exempt_networks: tuple[IPv4Network | IPv6Network, ...] = ()
     # Counters kept (addresses, accounts, pairs); beyond it the least recently used are forgotten.
-    max_tracked: int = Field(100_000, ge=1)
+    max_tracked: int = Field(default=100_000, ge=1)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthThrottleConfig:
