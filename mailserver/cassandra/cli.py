@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
         with CassandraSession.connect(config) as session:
             if args.schema_command == "status":
                 version = SchemaVersionDAO(session).current_version()
-                state = compute_state(version if version is not None else MIN_VERSION).name
+                status = compute_state(version if version is not None else MIN_VERSION).name
                 print(f"keyspace {config.keyspace}: version {version}, supported {MIN_VERSION}..{MAX_VERSION}, "
-                      f"latest {LATEST}: {state}")
+                      f"latest {LATEST}: {status}")
                 return 0
             migrate(session, target=args.to)
             print(f"keyspace {config.keyspace}: at version {SchemaVersionDAO(session).current_version()}")

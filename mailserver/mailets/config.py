@@ -204,12 +204,12 @@ class _Reader:
         mailet_node = entries["mailet"][1]
         pair = PairSpec(mailet=self.text(mailet_node, "mailet"), where=self.where(node),
                         mailet_where=self.where(mailet_node), match_where=self.where(node))
-        for key in ("match", "notmatch"):
-            if key in entries:
-                value = entries[key][1]
-                pair.match = (self.composite(value, f"{what}: {key}") if isinstance(value, yaml.MappingNode)
-                              else self.text(value, key))
-                pair.inverted = key == "notmatch"
+        for match_key in ("match", "notmatch"):
+            if match_key in entries:
+                value = entries[match_key][1]
+                pair.match = (self.composite(value, f"{what}: {match_key}") if isinstance(value, yaml.MappingNode)
+                              else self.text(value, match_key))
+                pair.inverted = match_key == "notmatch"
                 pair.match_where = self.where(value)
         if "params" in entries:
             params_node = entries["params"][1]
@@ -219,9 +219,9 @@ class _Reader:
                 self.mapping(params_node, f"{what}: params")
                 params = self.value(params_node)
             pair.params = dict(params or {})
-        for key, attr in (("onMatchException", "on_match_exception"), ("onMailetException", "on_mailet_exception")):
-            if key in entries:
-                setattr(pair, attr, self.text(entries[key][1], key))
+        for option, attr in (("onMatchException", "on_match_exception"), ("onMailetException", "on_mailet_exception")):
+            if option in entries:
+                setattr(pair, attr, self.text(entries[option][1], option))
         return pair
 
 

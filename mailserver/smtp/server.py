@@ -151,7 +151,8 @@ class IntakeSMTP(SMTP):
                 raise BareLineFeed("command line not ended by CRLF")
             return line
 
-        reader.readuntil = strict_readuntil  # type: ignore[method-assign]
+        # Patched on this reader alone; it takes the bytes separators aiosmtpd passes, not any buffer.
+        reader.readuntil = strict_readuntil  # type: ignore[method-assign, assignment]
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)

@@ -146,8 +146,10 @@ class Authenticator:
         token = _bearer(headers.get("authorization"))
         if token is None:
             return Decision(status=401, body="No Bearer header.")
+        key = self.config.jwt_public_key
+        assert key is not None   # AuthConfig refuses JWT mode without a key
         try:
-            claims = jwt.decode(token, self.config.jwt_public_key, algorithms=["RS256"],
+            claims = jwt.decode(token, key, algorithms=["RS256"],
                                 options={"require": ["sub"], "verify_aud": False})
         except jwt.PyJWTError:   # bad signature, expired, malformed: James's JwtFilter wording
             return Decision(status=401, body=INVALID_BEARER)

@@ -54,7 +54,7 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
         count = params.limit(request.query_params.get("limit"))
         delayed = request.query_params.get("delayed")
         queue = existing(name)
-        items = []
+        items: list[QueueItemView] = []
         for item in queue.browse():   # limit applies while browsing, before the delayed filter (James)
             if count is not None and len(items) >= count:
                 break

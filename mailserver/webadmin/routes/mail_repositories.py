@@ -28,7 +28,7 @@ from mailserver.model.mail import Mail
 from mailserver.queue.api import SPOOL, MailQueueFactory
 from mailserver.queue.content import MimeMessageStore
 from mailserver.repository.api import MailRepository, MailRepositoryStore
-from mailserver.tasks.api import format_date
+from mailserver.tasks.api import Task, format_date
 from mailserver.tasks.builtin.mailrepository import (
     ClearMailRepositoryTask,
     ReprocessingAllMailsTask,
@@ -228,6 +228,7 @@ class _Routes:
         if queue not in self.queues.list_names():
             # James would create a task failing later; enqueueing into a queue nobody reads is worse.
             raise bad_request(f"Unknown mail queue '{queue}'")
+        task: Task
         if key is None:
             task = ReprocessingAllMailsTask(self.repositories, self.queues, url, queue, processor, count)
         else:
@@ -278,9 +279,16 @@ def _criteria(query: Any) -> list[Callable[[Mail], bool]]:
                 bound = params.ago(raw, "days", now)
             except ValueError as exc:
                 raise bad_request(str(exc), f"Invalid '{name}' parameter") from exc
-            criteria.append(lambda m, b=bound, n=newer: m.last_updated is not None
-                            and (m.last_updated > b if n else m.last_updated < b))
+            criteria.append(_updated_after(bound) if newer else _updated_before(bound))
     return criteria
+
+
+def _updated_after(bound: datetime) -> Callable[[Mail], bool]:
+    return lambda m: m.last_updated is not None and m.last_updated > bound
+
+
+def _updated_before(bound: datetime) -> Callable[[Mail], bool]:
+    return lambda m: m.last_updated is not None and m.last_updated < bound
 
 
 def _address_matches(address: str, pattern: str) -> bool:
