@@ -236,17 +236,19 @@ def move_to_dead_letters(amqp_url: str, queue: str, group: str, store: Callable[
         channel = connection.channel()
         channel.basic_qos(prefetch_count=prefetch)
         for method, _properties, body in channel.consume(queue, auto_ack=False, inactivity_timeout=idle_seconds):
-            if method is None:   # nothing delivered for idle_seconds: drained
+            if method is None or body is None:   # nothing delivered for idle_seconds: drained
                 break
+            tag = method.delivery_tag
+            assert tag is not None   # pika sets it on every delivery
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError:
-                channel.basic_reject(method.delivery_tag, requeue=False)
+                channel.basic_reject(tag, requeue=False)
                 rejected += 1
                 continue
             limiter.acquire()
             store(group, text)                      # the dead letter is written ...
-            channel.basic_ack(method.delivery_tag)  # ... before the broker forgets the message
+            channel.basic_ack(tag)  # ... before the broker forgets the message
             moved += 1
         channel.cancel()   # prefetched but unprocessed messages go back to the queue
     finally:

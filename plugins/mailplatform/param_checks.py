@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import Param, task
+from airflow.sdk.definitions.xcom_arg import PlainXComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from mailserver.model.james_units import DURATION_PATTERN, InvalidDuration, parse_duration
@@ -172,6 +173,7 @@ def check_params_task(rules: Sequence[Rule], live: Sequence[Rule] = ()) -> Any:
         return {"checked": sorted(params)}
 
     checked = check_params()
+    assert isinstance(checked, PlainXComArg)   # a @task call's result: one operator's return value
     CHECKS[checked.operator.dag_id] = (tuple(rules), tuple(live))
     return checked
 

@@ -66,7 +66,9 @@ def _on_run_end(dag_run: Any) -> None:
         if session is None:
             # dag.test() hands over a run detached from the session it commits next, which is this
             # thread's scoped session (the scheduler's runs are attached to theirs).
-            session = settings.Session()
+            make_session = settings.Session
+            assert make_session is not None   # set up by Airflow before any run can end
+            session = make_session()
             dag_run = session.merge(dag_run)
         write_note(dag_run, session)
     except Exception:   # a note is a convenience: it must never disturb the scheduler

@@ -34,7 +34,9 @@ class RabbitMQManagementError(AirflowException):
     """A 4xx/5xx answer of the management API, with RabbitMQ's ``error`` / ``reason``."""
 
     def __init__(self, method: str, path: str, status_code: int, body: Mapping[str, Any] | None, text: str) -> None:
-        self.method, self.path, self.status_code = method, path, status_code
+        # AirflowException's status_code is an HTTPStatus: this one is the remote API's answer, any int.
+        self.status_code = status_code  # type: ignore[assignment]
+        self.method, self.path = method, path
         self.body = dict(body or {})
         self.reason = str(self.body.get("reason") or self.body.get("error") or text.strip() or "(empty body)")
         super().__init__(f"RabbitMQ management {method} {path} answered {status_code}: {self.reason}")

@@ -34,7 +34,9 @@ class WebAdminApiError(AirflowException):
     """
 
     def __init__(self, method: str, path: str, status_code: int, body: Mapping[str, Any] | None, text: str) -> None:
-        self.method, self.path, self.status_code = method, path, status_code
+        # AirflowException's status_code is an HTTPStatus: this one is the remote API's answer, any int.
+        self.status_code = status_code  # type: ignore[assignment]
+        self.method, self.path = method, path
         self.body: dict[str, Any] = dict(body or {})
         self.type: str | None = self.body.get("type")
         self.message: str = str(self.body.get("message") or text.strip() or "(empty body)")
