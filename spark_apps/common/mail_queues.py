@@ -424,7 +424,7 @@ def snapshot_enqueue_ids(amqp_url: str, rabbit_queues: Iterable[str], *,
                     if exc.reply_code == 404:
                         break
                     raise
-                if method is None:
+                if method is None or body is None:
                     break
                 count += 1
                 found = enqueue_id_of(body)

@@ -146,7 +146,7 @@ def header_features(blob_id: str, data: bytes, size: int, modified_ms: int) -> B
     recipients = _addresses([*(message.get_all("To") or []), *(message.get_all("Cc") or []),
                              *(message.get_all("Bcc") or [])])
     return BlobFeatures(blob_id, size, modified_ms, "header", str(boundary) if boundary else None, (),
-                        by, received_ms, received_for, (return_path or from_ or [None])[0], tuple(recipients),
+                        by, received_ms, received_for, next(iter(return_path or from_), None), tuple(recipients),
                         str(message.get("Message-ID")).strip() if message.get("Message-ID") else None)
 
 

@@ -169,12 +169,12 @@ def _repair_partition(procedure: Procedure, endpoint: CqlEndpoint, rate: float |
     try:
         while in_flight or not exhausted:
             while not exhausted and len(in_flight) < concurrency:   # a free slot: read one more row
-                item = next(items, None)
-                if item is None:
+                pending = next(items, None)
+                if pending is None:
                     exhausted = True
                 else:
                     limiter.acquire()
-                    in_flight.add(pool.submit(_repair_one, procedure, endpoint, item))
+                    in_flight.add(pool.submit(_repair_one, procedure, endpoint, pending))
             if in_flight:
                 done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in done:

@@ -30,7 +30,7 @@ import argparse
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +113,7 @@ def unreferenced(blobs: DataFrame, referenced: DataFrame, since_ms: int, until_m
     return window.join(referenced, "blob_id", "left_anti")
 
 
-def _list_prefix(s3: S3Access, bucket: str, prefixes: Iterator[str]) -> Iterator[tuple[str, int, int]]:
+def _list_prefix(s3: S3Access, bucket: str, prefixes: Iterable[str]) -> Iterator[tuple[str, int, int]]:
     client = s3.client()
     paginator = client.get_paginator("list_objects_v2")
     for prefix in prefixes:
@@ -122,7 +122,7 @@ def _list_prefix(s3: S3Access, bucket: str, prefixes: Iterator[str]) -> Iterator
                 yield obj["Key"], int(obj["Size"]), int(obj["LastModified"].timestamp() * 1000)
 
 
-def _features(s3: S3Access, bucket: str, rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+def _features(s3: S3Access, bucket: str, rows: Iterable[Any]) -> Iterator[dict[str, Any]]:
     client = s3.client()
     for row in rows:
         size = int(row["size"])

@@ -82,7 +82,7 @@ def in_scope(dead_letters: DataFrame, scope: str, group: str | None, insertion_i
 
     rows = dead_letters
     if scope in (GROUP, EVENT):
-        rows = rows.filter(F.col("group") == group)
+        rows = rows.filter(F.col("group") == F.lit(group))
     if scope == EVENT:
         rows = rows.filter(F.lower(F.col("insertionid")) == str(insertion_id).lower())
     return rows.filter(F.col("insertionid").isNotNull()).select(
