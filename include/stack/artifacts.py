@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from .settings import StackSettings
@@ -43,7 +44,7 @@ def is_fetched(settings: StackSettings, name: str) -> bool:
     return stamp.exists() and stamp.read_text().strip() == _digest(name)
 
 
-def fetch(settings: StackSettings, name: str, *, log=print) -> Path:
+def fetch(settings: StackSettings, name: str, *, log: Callable[[str], None] = print) -> Path:
     """Copy the runtime jars of ``name`` into ``.stack/lib/<name>`` unless already there."""
     target = lib_dir(settings, name)
     if is_fetched(settings, name):
@@ -68,7 +69,7 @@ def fetch(settings: StackSettings, name: str, *, log=print) -> Path:
     return target
 
 
-def fetch_all(settings: StackSettings, *, log=print) -> None:
+def fetch_all(settings: StackSettings, *, log: Callable[[str], None] = print) -> None:
     settings.jars_dir.mkdir(parents=True, exist_ok=True)
     for name in ARTIFACT_SETS:
         fetch(settings, name, log=log)

@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_KEYSPACE = "james_keyspace"   # James's default, the one name every part uses unless told
 _IDENTIFIER = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -36,7 +37,7 @@ class CassandraConfig:
             raise ValueError("replication needs a 'class' (SimpleStrategy or NetworkTopologyStrategy)")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> CassandraConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> CassandraConfig:
         env = os.environ if env is None else env
         values: dict = {
             "hosts": tuple(h.strip() for h in env.get("CASSANDRA_HOSTS", "127.0.0.1").split(",") if h.strip()),

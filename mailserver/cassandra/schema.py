@@ -11,8 +11,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mailserver.cassandra.config import CassandraConfig, validate_identifier
+
+if TYPE_CHECKING:
+    from cassandra.cluster import Session
 
 
 @dataclass(frozen=True)
@@ -232,14 +236,14 @@ class CreationResult:
         return not self.existing_tables
 
 
-def create_keyspace(session, config: CassandraConfig) -> None:
+def create_keyspace(session: Session, config: CassandraConfig) -> None:
     """``session`` is a raw driver session (no keyspace needed)."""
     validate_identifier(config.keyspace, "keyspace name")
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {config.keyspace} "
                     f"WITH replication = {config.replication_cql()} AND durable_writes = true")
 
 
-def create_schema(session, config: CassandraConfig, tables: Iterable[Table] = TABLES,
+def create_schema(session: Session, config: CassandraConfig, tables: Iterable[Table] = TABLES,
                   types: Iterable[UserType] = TYPES) -> CreationResult:
     """Create the keyspace, types and tables that are missing. Never alters an existing table."""
     create_keyspace(session, config)

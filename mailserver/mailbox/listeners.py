@@ -17,6 +17,7 @@ from mailserver.events.latest_only import LatestOnly
 from mailserver.mailbox.content import PREVIEW_SCAN_BYTES, preview
 from mailserver.mailbox.store import AppliedEvent, FastViewStore, MessageStore, QuotaStore
 from mailserver.model.events import Added, Expunged, MailboxDeletion, MailboxEvent, QuotaUsageUpdatedEvent
+from mailserver.model.ids import MessageId
 from mailserver.model.quota import QuotaRoot, QuotaUsage, effective_limits
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ class DeleteMessageListener(EventListener):
                 self._delete_if_unreferenced(stored.message_id)
             self.messages.clear_mailbox_indexes(event.mailbox_id)
 
-    def _delete_if_unreferenced(self, message_id) -> None:
+    def _delete_if_unreferenced(self, message_id: MessageId) -> None:
         if not self.messages.find_by_message_id(message_id):
             content = self.messages.get_content(message_id)
             if content is not None:   # blobs before the row: a failure is retried with the row still there

@@ -67,7 +67,7 @@ def normalized(text: str) -> str:
     return "".join(c for c in folded if not unicodedata.combining(c))
 
 
-def _all_words(query: str, tokens: Iterable[str], analyzer=standard_tokens) -> bool:
+def _all_words(query: str, tokens: Iterable[str], analyzer: Callable[[str], list[str]] = standard_tokens) -> bool:
     wanted = analyzer(query)
     have = set(tokens)
     return bool(wanted) and all(w in have for w in wanted)

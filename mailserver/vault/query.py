@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -87,7 +88,7 @@ def _address(raw: str) -> MailAddress:
         raise InvalidQuery(f"mailAddress({raw}) parsing got error: {exc}") from exc
 
 
-def _date(raw: str):
+def _date(raw: str) -> datetime:
     try:
         return parse_zoned(raw)
     except ValueError as exc:

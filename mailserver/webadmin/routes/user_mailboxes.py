@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, MaintenanceMode
 from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.store import MailboxCounters
 from mailserver.model.address import Username
 from mailserver.model.mailbox import DELIMITER, PRIVATE_NAMESPACE, InvalidMailboxName, MailboxPath
 from mailserver.tasks.builtin.user_mailboxes import ClearMailboxContentTask
@@ -122,7 +123,7 @@ def router(mailboxes: MailboxManager, users: UsersRepository, tasks: TaskManager
         delete_tree(user, acceptable_path(user, name, DELETE_INVALID))
         return Response(status_code=NO_CONTENT)
 
-    def counters(username: str, name: str, request: Request):
+    def counters(username: str, name: str, request: Request) -> MailboxCounters:
         user = checked_user(username, request, GET_ERROR)
         try:
             return mailboxes.counters(MailboxPath.of(user, name))
