@@ -41,10 +41,12 @@ def _serve(command: str, roles: str | None) -> int:
     from mailserver.observability.logging import configure
     from mailserver.runtime.serve import run
     from mailserver.runtime.settings import ServeSettings
+    from mailserver.settings import LoggingSettings
     from mailserver.webadmin.auth import AuthConfigError
 
     try:
-        configure(background=True)
+        logs = LoggingSettings.from_env()
+        configure(fmt=logs.log_format, levels=logs.log_levels, background=True)
         settings = ServeSettings.from_env(roles=roles)
         run(settings)
     except (ConfigError, AuthConfigError, SchemaVersionError, ValueError) as exc:

@@ -12,12 +12,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mailserver.settings import AirflowSettings as AirflowEnvironment
+from mailserver.settings import SettingsError
 
-class AirflowSettingsError(ValueError):
+
+class AirflowSettingsError(SettingsError):
     """A malformed or incomplete Airflow setting: the server refuses to start and names it."""
 
 
@@ -32,32 +34,21 @@ class AirflowSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AirflowSettings | None:
-        env = os.environ if env is None else env
-        url = env.get("MAILSERVER_AIRFLOW_URL", "").strip()
+        try:
+            s = AirflowEnvironment.from_env(env)
+        except SettingsError as exc:
+            raise AirflowSettingsError(str(exc)) from None
+        url = s.url
         if not url:
             return None
         if not url.startswith(("http://", "https://")):
             raise AirflowSettingsError(f"MAILSERVER_AIRFLOW_URL: {url!r} is not an http(s) URL")
-        username = env.get("MAILSERVER_AIRFLOW_USERNAME", "").strip()
-        password = env.get("MAILSERVER_AIRFLOW_PASSWORD", "")
+        username, password = s.username or "", s.password or ""
         missing = [n for n, v in (("MAILSERVER_AIRFLOW_USERNAME", username),
                                   ("MAILSERVER_AIRFLOW_PASSWORD", password)) if not v]
         if missing:
             raise AirflowSettingsError(f"MAILSERVER_AIRFLOW_URL is set but {' and '.join(missing)} is not")
         return cls(url.rstrip("/"), username, password,
-                   poll_interval=_seconds(env, "MAILSERVER_AIRFLOW_POLL_INTERVAL", 5.0),
-                   unreachable_timeout=_seconds(env, "MAILSERVER_AIRFLOW_UNREACHABLE_TIMEOUT", 300.0),
-                   http_timeout=_seconds(env, "MAILSERVER_AIRFLOW_HTTP_TIMEOUT", 30.0))
-
-
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise AirflowSettingsError(f"{name}: {raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise AirflowSettingsError(f"{name} must be strictly positive")
-    return value
+                   poll_interval=s.poll_interval.total_seconds(),
+                   unreachable_timeout=s.unreachable_timeout.total_seconds(),
+                   http_timeout=s.http_timeout.total_seconds())

@@ -15,12 +15,11 @@ number is days: ``30``, ``4w``, ``1 month``); they only shape the ids of the ded
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from mailserver.model.james_units import parse_duration
+from mailserver.settings import BlobSettings, SettingsError
 
 from .api import BlobIdFactory, GenerationConfig, blob_id_factory
 from .cache import DEFAULT_MAX_BLOB_BYTES, DEFAULT_MAX_BYTES
@@ -31,17 +30,6 @@ GENERATION_DURATION = "MAILSERVER_BLOB_GENERATION_DURATION"
 CACHE_BYTES = "MAILSERVER_BLOB_CACHE_BYTES"
 CACHE_MAX_BLOB_BYTES = "MAILSERVER_BLOB_CACHE_MAX_BLOB_BYTES"
 VARIABLES = (DEDUPLICATION, GENERATION_FAMILY, GENERATION_DURATION, CACHE_BYTES, CACHE_MAX_BLOB_BYTES)
-
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
-
-
-def _byte_count(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit():
-        raise ValueError(f"{name}: {raw!r} is not a number of bytes (0 or more)")
-    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -55,22 +43,13 @@ class BlobStoreConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BlobStoreConfig:
-        env = os.environ if env is None else env
-        raw = env.get(DEDUPLICATION, "").strip().lower()
-        if raw and raw not in _TRUE | _FALSE:
-            raise ValueError(f"{DEDUPLICATION}: {raw!r} is not a boolean (true or false)")
-        family = env.get(GENERATION_FAMILY, "").strip()
-        duration = env.get(GENERATION_DURATION, "").strip()
-        if family and not family.isdigit():
-            raise ValueError(f"{GENERATION_FAMILY}: {family!r} is not a positive integer")
-        defaults = GenerationConfig()
+        """From ``MAILSERVER_BLOB_*`` (``mailserver.settings.blob``); SettingsError naming the variable."""
+        settings = BlobSettings.from_env(env)
         try:
-            generation = GenerationConfig(int(family) if family else defaults.family,
-                                          parse_duration(duration, "days") if duration else defaults.duration)
+            generation = GenerationConfig(settings.generation_family, settings.generation_duration)
         except ValueError as exc:
-            raise ValueError(f"{GENERATION_FAMILY}/{GENERATION_DURATION}: {exc}") from None
-        return cls(raw in _TRUE, generation, _byte_count(env, CACHE_BYTES, DEFAULT_MAX_BYTES),
-                   _byte_count(env, CACHE_MAX_BLOB_BYTES, DEFAULT_MAX_BLOB_BYTES))
+            raise SettingsError(f"{GENERATION_FAMILY}/{GENERATION_DURATION}: {exc}") from None
+        return cls(settings.deduplication, generation, settings.cache_bytes, settings.cache_max_blob_bytes)
 
     def id_factory(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> BlobIdFactory:
         return blob_id_factory(self.deduplication, self.generation, clock)

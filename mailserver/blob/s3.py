@@ -22,7 +22,6 @@ deleting object by object.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -36,6 +35,8 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.handlers import add_expect_header
+
+from mailserver.settings import S3Settings
 
 from .api import DEFAULT_BUCKET, BlobId, BlobIdFactory, BlobNotFound, BlobStore, BlobStoreError, BlobStream, BucketName
 from .s3_direct import DirectS3, S3Error
@@ -80,14 +81,13 @@ class S3Config:
         """From ``S3_ENDPOINT``, ``S3_ACCESS_KEY``, ``S3_SECRET_KEY``, ``S3_REGION`` (and the optional
         ``S3_BUCKET_PREFIX``, ``S3_DEFAULT_BUCKET``, ``S3_MAX_POOL_CONNECTIONS``); keyword arguments win
         over the environment."""
-        env = os.environ if env is None else env
-        names = {"endpoint_url": "S3_ENDPOINT", "access_key": "S3_ACCESS_KEY", "secret_key": "S3_SECRET_KEY",
-                 "region": "S3_REGION", "bucket_prefix": "S3_BUCKET_PREFIX", "default_bucket": "S3_DEFAULT_BUCKET"}
-        values: dict[str, Any] = {key: env[var] for key, var in names.items() if env.get(var)}
-        if env.get("S3_MAX_POOL_CONNECTIONS"):
-            values["max_pool_connections"] = int(env["S3_MAX_POOL_CONNECTIONS"])
-        values.update(overrides)
-        missing = [names[key] for key in ("endpoint_url", "access_key", "secret_key") if key not in values]
+        s = S3Settings.from_env(env)
+        values: dict[str, Any] = {"endpoint_url": s.endpoint, "access_key": s.access_key, "secret_key": s.secret_key,
+                                  "region": s.region, "bucket_prefix": s.bucket_prefix,
+                                  "default_bucket": s.default_bucket, "max_pool_connections": s.max_pool_connections,
+                                  **overrides}
+        missing = [variable for key, variable in (("endpoint_url", "S3_ENDPOINT"), ("access_key", "S3_ACCESS_KEY"),
+                                                  ("secret_key", "S3_SECRET_KEY")) if not values[key]]
         if missing:
             raise ValueError("S3 configuration incomplete: set " + ", ".join(missing))
         return cls(**values)

@@ -18,7 +18,6 @@ becomes ``S3Error`` with the error code of its XML body.
 
 from __future__ import annotations
 
-import os
 import re
 from urllib.parse import quote
 
@@ -27,6 +26,8 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from mailserver.settings import AwsSettings
 
 _RETRIED_STATUS = frozenset({500, 502, 503, 504})
 _CODE = re.compile(rb"<Code>([^<]+)</Code>")
@@ -54,7 +55,7 @@ class DirectS3:
         # AWS_CA_BUNDLE: the private CA botocore would trust for an https endpoint, trusted here too.
         self._http = urllib3.PoolManager(num_pools=4, maxsize=pool_size, block=False, retries=False,
                                          timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
-                                         ca_certs=os.environ.get("AWS_CA_BUNDLE") or None)
+                                         ca_certs=AwsSettings.from_env().ca_bundle)
         self._send = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(max(1, max_attempts)),
                            wait=wait_exponential(multiplier=0.05, max=2), reraise=True)(self._send_once)
 

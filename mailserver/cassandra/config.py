@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mailserver.settings import CassandraSettings
 
 DEFAULT_KEYSPACE = "james_keyspace"   # James's default, the one name every part uses unless told
 _IDENTIFIER = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -38,18 +39,12 @@ class CassandraConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> CassandraConfig:
-        env = os.environ if env is None else env
-        values: dict = {
-            "hosts": tuple(h.strip() for h in env.get("CASSANDRA_HOSTS", "127.0.0.1").split(",") if h.strip()),
-            "port": int(env.get("CASSANDRA_PORT", "9042")),
-            "keyspace": env.get("CASSANDRA_KEYSPACE", DEFAULT_KEYSPACE),
-            "username": env.get("CASSANDRA_USERNAME") or None,
-            "password": env.get("CASSANDRA_PASSWORD") or None,
-            "local_dc": env.get("CASSANDRA_LOCAL_DC") or None,
-        }
-        if env.get("CASSANDRA_REPLICATION"):
+        s = CassandraSettings.from_env(env)
+        values: dict[str, Any] = {"hosts": s.hosts, "port": s.port, "keyspace": s.keyspace, "username": s.username,
+                        "password": s.password, "local_dc": s.local_dc}
+        if s.replication:
             # "NetworkTopologyStrategy:dc1=3,dc2=3" or "SimpleStrategy:1"
-            strategy, _, spec = env["CASSANDRA_REPLICATION"].partition(":")
+            strategy, _, spec = s.replication.partition(":")
             if strategy == "SimpleStrategy":
                 values["replication"] = {"class": strategy, "replication_factor": int(spec or 1)}
             else:

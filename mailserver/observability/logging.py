@@ -16,7 +16,6 @@ import contextvars
 import json
 import logging
 import logging.handlers
-import os
 import queue
 import sys
 from collections.abc import Iterator, Mapping
@@ -142,17 +141,16 @@ class BackgroundHandler(logging.handlers.QueueHandler):
         super().close()
 
 
-def configure(*, fmt: str | None = None, levels: str | None = None, stream: Any = None,
-              env: Mapping[str, str] | None = None, background: bool = False) -> logging.Handler:
+def configure(*, fmt: str = "console", levels: str = "", stream: Any = None,
+              background: bool = False) -> logging.Handler:
     """Install one handler on the root logger; ``fmt`` is ``json`` or ``console``.
 
-    Defaults come from ``MAILSERVER_LOG_FORMAT`` (console) and ``MAILSERVER_LOG_LEVELS``
-    (root INFO; the drivers' chatty loggers at WARNING, see ``QUIET_DRIVERS``, unless named
-    there). ``background``: lines are written by a thread of their own (``BackgroundHandler``;
+    The server passes ``MAILSERVER_LOG_FORMAT`` and ``MAILSERVER_LOG_LEVELS`` (``mailserver.settings``).
+    ``levels``: root INFO and the drivers' chatty loggers at WARNING (``QUIET_DRIVERS``) unless
+    named there. ``background``: lines are written by a thread of their own (``BackgroundHandler``;
     the server does that). Returns the handler (tests remove it again).
     """
-    env = os.environ if env is None else env
-    fmt = (fmt or env.get("MAILSERVER_LOG_FORMAT") or "console").lower()
+    fmt = fmt.lower()
     if fmt not in ("json", "console"):
         raise ValueError(f"MAILSERVER_LOG_FORMAT must be json or console, not {fmt!r}")
     formatter = JsonFormatter() if fmt == "json" else ConsoleFormatter()
@@ -165,7 +163,6 @@ def configure(*, fmt: str | None = None, levels: str | None = None, stream: Any 
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)
-    spec = levels if levels is not None else env.get("MAILSERVER_LOG_LEVELS", "")
-    for name, level in {**parse_levels(QUIET_DRIVERS), **parse_levels(spec)}.items():
+    for name, level in {**parse_levels(QUIET_DRIVERS), **parse_levels(levels)}.items():
         logging.getLogger(name or None).setLevel(level)
     return handler

@@ -32,6 +32,7 @@ from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.runtime.settings import ServeSettings
 from mailserver.search.api import SearchIndex
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.settings import OpenSearchSettings, RabbitMQSettings
 from mailserver.users.api import UsersRepository
 from mailserver.vault.api import DeletedMessageVault
 
@@ -125,7 +126,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.vault.wiring import install_vault
 
     env = os.environ if env is None else env
-    amqp_url = env.get("AMQP_URL")
+    rabbitmq, opensearch = RabbitMQSettings.from_env(env), OpenSearchSettings.from_env(env)
+    amqp_url = rabbitmq.amqp_url
     if not amqp_url:
         raise ValueError("AMQP_URL is not set: the mail queues need RabbitMQ")
     cassandra = CassandraConfig.from_env(env)
@@ -144,7 +146,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
                       "Event-loop stalls (a loop late by more than its threshold) since start")
         queues = MeteredMailQueueFactory(
             DistributedMailQueueFactory(amqp_url, session, blobs,
-                                        management_url=env.get("RABBITMQ_MANAGEMENT_URL") or None,
+                                        management_url=rabbitmq.management_url,
                                         quorum=settings.queue_quorum,
                                         quorum_replication_factor=settings.queue_quorum_replication_factor,
                                         quorum_delivery_limit=settings.queue_quorum_delivery_limit), metrics)
@@ -163,8 +165,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         mail_path = [checks.CassandraHealthCheck(session), checks.RabbitMQHealthCheck(amqp_url),
                      checks.ObjectStorageHealthCheck(make_client(probe_config), probe_config.default_bucket)]
         others: list[HealthCheck] = []
-        if env.get("OPENSEARCH_URL"):
-            others.append(checks.OpenSearchHealthCheck(env["OPENSEARCH_URL"]))
+        if opensearch.url:
+            others.append(checks.OpenSearchHealthCheck(opensearch.url))
         dead_letters = DeadLettersStore(session)
         bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
                                concurrency=settings.event_bus_concurrency, metrics=metrics)
@@ -180,9 +182,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         required_groups = RequiredGroups(CassandraEventStore(session),
                                          aggregate_id(bus.names.bus, pika.URLParameters(amqp_url).virtual_host))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
-        management_url = env.get("RABBITMQ_MANAGEMENT_URL")
-        if management_url:
-            registered = RegisteredGroups(RabbitMQManagement(management_url, amqp_url), bus.names)
+        if rabbitmq.management_url:
+            registered = RegisteredGroups(RabbitMQManagement(rabbitmq.management_url, amqp_url), bus.names)
             others.append(EventBusGroupsHealthCheck(registered, required_groups.current))
         return Backends(
             session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,

@@ -18,20 +18,21 @@
 
 The legacy James keys without ``mailbox`` (``opensearch.index.name`` ...) are the fallbacks
 ``OPENSEARCH_INDEX_NAME``, ``OPENSEARCH_ALIAS_READ_NAME`` and ``OPENSEARCH_ALIAS_WRITE_NAME``.
-Malformed values raise ``ValueError`` naming the variable.
+Malformed values raise ``ValueError`` naming the variable; each variable is read, typed and described
+in ``mailserver.settings.backends`` (docs/configuration.md).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from mailserver.settings import OpenSearchSettings
 
 DEFAULT_INDEX = "mailbox_v1"
 DEFAULT_READ_ALIAS = "mailboxReadAlias"
 DEFAULT_WRITE_ALIAS = "mailboxWriteAlias"
 DEFAULT_STATE_INDEX = "mailserver_search_state"
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -63,48 +64,18 @@ class SearchConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchConfig | None:
         """The configuration, or None when ``OPENSEARCH_URL`` is unset (the server runs without search)."""
-        env = os.environ if env is None else env
-
-        def text(*names: str, default: str) -> str:
-            for name in names:
-                value = env.get(name, "").strip()
-                if value:
-                    return value
-            return default
-
-        def integer(name: str, default: int, minimum: int) -> int:
-            raw = env.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                value = int(raw)
-            except ValueError:
-                raise ValueError(f"{name}: {raw!r} is not an integer") from None
-            if value < minimum:
-                raise ValueError(f"{name}: must be at least {minimum}, got {value}")
-            return value
-
-        def boolean(name: str, default: bool) -> bool:
-            raw = env.get(name, "").strip().lower()
-            if not raw:
-                return default
-            if raw in _TRUE or raw in _FALSE:
-                return raw in _TRUE
-            raise ValueError(f"{name}: {raw!r} is not a boolean (true/false)")
-
-        urls = tuple(u.strip().rstrip("/") for u in env.get("OPENSEARCH_URL", "").split(",") if u.strip())
+        s = OpenSearchSettings.from_env(env)
+        urls = tuple(u.strip().rstrip("/") for u in (s.url or "").split(",") if u.strip())
         if not urls:
             return None
         for url in urls:
             if not url.startswith(("http://", "https://")):
                 raise ValueError(f"OPENSEARCH_URL: {url!r} is not an http(s) URL")
         names = {
-            "index_name": text("OPENSEARCH_INDEX_MAILBOX_NAME", "OPENSEARCH_INDEX_NAME", default=DEFAULT_INDEX),
-            "read_alias": text("OPENSEARCH_ALIAS_READ_MAILBOX_NAME", "OPENSEARCH_ALIAS_READ_NAME",
-                               default=DEFAULT_READ_ALIAS),
-            "write_alias": text("OPENSEARCH_ALIAS_WRITE_MAILBOX_NAME", "OPENSEARCH_ALIAS_WRITE_NAME",
-                                default=DEFAULT_WRITE_ALIAS),
-            "state_index": text("OPENSEARCH_STATE_INDEX", default=DEFAULT_STATE_INDEX),
+            "index_name": s.index_mailbox_name or s.index_name or DEFAULT_INDEX,
+            "read_alias": s.alias_read_mailbox_name or s.alias_read_name or DEFAULT_READ_ALIAS,
+            "write_alias": s.alias_write_mailbox_name or s.alias_write_name or DEFAULT_WRITE_ALIAS,
+            "state_index": s.state_index,
         }
         for key, value in names.items():
             check_index_name(value, key, alias=key.endswith("alias"))
@@ -112,14 +83,10 @@ class SearchConfig:
             raise ValueError("OPENSEARCH_ALIAS_READ_MAILBOX_NAME and OPENSEARCH_ALIAS_WRITE_MAILBOX_NAME must differ")
         return cls(
             urls=urls, **names,
-            shards=integer("OPENSEARCH_NB_SHARDS", 5, 1),
-            replicas=integer("OPENSEARCH_NB_REPLICA", 1, 0),
-            wait_for_active_shards=integer("OPENSEARCH_INDEX_WAIT_FOR_ACTIVE_SHARDS", 1, 0),
-            documents=DocumentOptions(index_attachments=boolean("OPENSEARCH_INDEX_ATTACHMENTS", True),
-                                      index_headers=boolean("OPENSEARCH_INDEX_HEADERS", True),
-                                      index_body=boolean("OPENSEARCH_INDEX_BODY", True),
-                                      index_user=boolean("OPENSEARCH_INDEX_USER", True)),
-            timeout=float(integer("OPENSEARCH_REQUEST_TIMEOUT_SECONDS", 30, 1)),
+            shards=s.shards, replicas=s.replicas, wait_for_active_shards=s.wait_for_active_shards,
+            documents=DocumentOptions(index_attachments=s.index_attachments, index_headers=s.index_headers,
+                                      index_body=s.index_body, index_user=s.index_user),
+            timeout=s.request_timeout.total_seconds(),
         )
 
 

@@ -8,27 +8,13 @@ cannot lock the account's owner out (see ``auth_throttle``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
+from datetime import timedelta
 from ipaddress import IPv4Network, IPv6Network
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-# field -> environment variable
-ENVIRONMENT = {
-    "enabled": "MAILSERVER_AUTH_THROTTLE_ENABLED",
-    "window": "MAILSERVER_AUTH_THROTTLE_WINDOW_SECONDS",
-    "free_failures": "MAILSERVER_AUTH_THROTTLE_FREE_FAILURES",
-    "delay": "MAILSERVER_AUTH_THROTTLE_DELAY_SECONDS",
-    "max_delay": "MAILSERVER_AUTH_THROTTLE_MAX_DELAY_SECONDS",
-    "account_max_delay": "MAILSERVER_AUTH_THROTTLE_ACCOUNT_MAX_DELAY_SECONDS",
-    "address_limit": "MAILSERVER_AUTH_THROTTLE_ADDRESS_LIMIT",
-    "account_address_limit": "MAILSERVER_AUTH_THROTTLE_ACCOUNT_ADDRESS_LIMIT",
-    "ipv6_prefix": "MAILSERVER_AUTH_THROTTLE_IPV6_PREFIX",
-    "exempt_networks": "MAILSERVER_AUTH_THROTTLE_EXEMPT_NETWORKS",
-    "max_tracked": "MAILSERVER_AUTH_THROTTLE_MAX_TRACKED",
-}
+from mailserver.settings import AuthThrottleSettings
 
 
 class AuthThrottleConfig(BaseModel):
@@ -60,17 +46,8 @@ class AuthThrottleConfig(BaseModel):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthThrottleConfig:
-        """The defaults, overridden by each variable set; ValueError naming the variable otherwise."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for name, variable in ENVIRONMENT.items():
-            raw = env.get(variable, "").strip()
-            if not raw:
-                continue
-            values[name] = tuple(n.strip() for n in raw.split(",") if n.strip()) if name == "exempt_networks" else raw
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            variable = ENVIRONMENT.get(str(error["loc"][0]), str(error["loc"][0]))
-            raise ValueError(f"{variable}: {error['msg']} (got {error.get('input')!r})") from None
+        """The defaults, overridden by each ``MAILSERVER_AUTH_THROTTLE_*`` variable set
+        (``mailserver.settings.security``); SettingsError naming the variable otherwise."""
+        settings = AuthThrottleSettings.from_env(env)
+        return cls.model_validate({name: value.total_seconds() if isinstance(value, timedelta) else value
+                                   for name, value in settings.model_dump().items()})

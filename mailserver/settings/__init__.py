@@ -7,7 +7,7 @@ reader of the code builds its own configuration from its area's ``from_env(env)`
 from __future__ import annotations
 
 from .airflow import AirflowSettings
-from .backends import CassandraSettings, OpenSearchSettings, RabbitMQSettings, S3Settings
+from .backends import AwsSettings, CassandraSettings, OpenSearchSettings, RabbitMQSettings, S3Settings
 from .base import EnvironmentSettings, SettingsError
 from .blob import BlobSettings
 from .delivery import DeliverySettings
@@ -40,15 +40,36 @@ AREAS: dict[str, type[EnvironmentSettings]] = {
     "Airflow": AirflowSettings,
     "Cassandra": CassandraSettings,
     "S3": S3Settings,
+    "AWS": AwsSettings,
     "RabbitMQ": RabbitMQSettings,
     "OpenSearch": OpenSearchSettings,
 }
 
-__all__ = ["AREAS", "AirflowSettings", "AuthThrottleSettings", "BlobSettings", "CassandraSettings",
-           "DeliverySettings", "EnvironmentSettings", "EventSettings", "ImapSettings", "LoggingSettings",
-           "NodeSettings", "OpenSearchSettings", "QueueSettings", "RabbitMQSettings", "ReadCacheSettings",
-           "S3Settings", "SettingsError", "SmtpSettings", "TaskSettings", "VaultSettings", "WebAdminSettings",
-           "variables"]
+__all__ = [
+    "AREAS",
+    "AirflowSettings",
+    "AuthThrottleSettings",
+    "AwsSettings",
+    "BlobSettings",
+    "CassandraSettings",
+    "DeliverySettings",
+    "EnvironmentSettings",
+    "EventSettings",
+    "ImapSettings",
+    "LoggingSettings",
+    "NodeSettings",
+    "OpenSearchSettings",
+    "QueueSettings",
+    "RabbitMQSettings",
+    "ReadCacheSettings",
+    "S3Settings",
+    "SettingsError",
+    "SmtpSettings",
+    "TaskSettings",
+    "VaultSettings",
+    "WebAdminSettings",
+    "variables",
+]
 
 
 def variables() -> set[str]:

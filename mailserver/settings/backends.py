@@ -35,8 +35,12 @@ class S3Settings(EnvironmentSettings):
     max_pool_connections: Whole = setting("S3_MAX_POOL_CONNECTIONS", 64,
                                           "HTTP connections kept to S3, shared by every thread of the process.",
                                           "integer")
-    ca_bundle: str | None = setting("AWS_CA_BUNDLE", None, "Private CA to trust for an https endpoint "
-                                    "(botocore reads it too).", "path")
+
+
+class AwsSettings(EnvironmentSettings):
+    """AWS's own names, read by botocore itself; the requests the server signs itself (DirectS3) follow them too."""
+
+    ca_bundle: str | None = setting("AWS_CA_BUNDLE", None, "Private CA to trust for an https S3 endpoint.", "path")
 
 
 class RabbitMQSettings(EnvironmentSettings):

@@ -13,7 +13,6 @@ environment:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +21,8 @@ from mailserver.cassandra.session import CassandraSession
 from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueueFactory
 from mailserver.repository.api import MailRepositoryStore
+from mailserver.settings import NodeSettings
+from mailserver.settings import TaskSettings as TaskEnvironment
 from mailserver.tasks import worker as w
 from mailserver.tasks.builtin import tasks_cleanup
 from mailserver.tasks.builtin.migration import SchemaVersions
@@ -49,13 +50,11 @@ class TaskSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TaskSettings:
-        env = os.environ if env is None else env
-        return cls(node=env.get("MAILSERVER_NODE_NAME") or default_node_name(),
-                   poll_interval=float(env.get("MAILSERVER_TASKS_POLL_INTERVAL", w.DEFAULT_POLL_INTERVAL)),
-                   heartbeat_interval=float(env.get("MAILSERVER_TASKS_HEARTBEAT_INTERVAL",
-                                                    w.DEFAULT_HEARTBEAT_INTERVAL)),
-                   heartbeat_timeout=float(env.get("MAILSERVER_TASKS_HEARTBEAT_TIMEOUT", w.DEFAULT_HEARTBEAT_TIMEOUT)),
-                   parallelism=int(env.get("MAILSERVER_TASKS_PARALLELISM", "1")))
+        tasks = TaskEnvironment.from_env(env)
+        return cls(node=NodeSettings.from_env(env).node_name or default_node_name(),
+                   poll_interval=tasks.poll_interval.total_seconds(),
+                   heartbeat_interval=tasks.heartbeat_interval.total_seconds(),
+                   heartbeat_timeout=tasks.heartbeat_timeout.total_seconds(), parallelism=tasks.parallelism)
 
 
 @dataclass

@@ -8,16 +8,15 @@ default one year = 365.2425 days as Java's ``ChronoUnit.YEARS``) and
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from mailserver.model.james_units import parse_duration
+from mailserver.settings import VaultSettings
+from mailserver.settings.vault import ONE_YEAR
 
 RESTORED_MESSAGES = "Restored-Messages"
-ONE_YEAR = timedelta(seconds=31556952)   # ChronoUnit.YEARS, James's default retention
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def parse_retention(raw: str) -> timedelta:
@@ -36,14 +35,5 @@ class VaultConfiguration:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> VaultConfiguration:
-        env = os.environ if env is None else env
-        enabled = env.get("MAILSERVER_VAULT_ENABLED", "").strip().lower() or "false"
-        if enabled not in _TRUE | _FALSE:
-            raise ValueError(f"MAILSERVER_VAULT_ENABLED: {enabled!r} is not a boolean (true/false)")
-        retention = env.get("MAILSERVER_VAULT_RETENTION_PERIOD", "").strip()
-        try:
-            period = parse_retention(retention) if retention else ONE_YEAR
-        except ValueError as exc:
-            raise ValueError(f"MAILSERVER_VAULT_RETENTION_PERIOD: {exc}") from None
-        location = env.get("MAILSERVER_VAULT_RESTORE_LOCATION", "").strip() or RESTORED_MESSAGES
-        return cls(enabled in _TRUE, period, location)
+        s = VaultSettings.from_env(env)
+        return cls(s.enabled, s.retention_period, s.restore_location)

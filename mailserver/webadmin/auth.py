@@ -28,6 +28,8 @@ from pathlib import Path
 
 import jwt
 
+from mailserver.settings import WebAdminSettings
+
 PUBLIC_PREFIXES = ("/healthcheck", "/docs/assets")   # the browser fetches /docs's assets without credentials
 PUBLIC_PATHS = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 READ_METHODS = frozenset({"GET", "HEAD"})
@@ -77,28 +79,24 @@ class AuthConfig:
         return cls(AuthMode.NONE)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> AuthConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AuthConfig:
         """``MAILSERVER_WEBADMIN_JWT_PUBLIC_KEY`` (PEM text or a file path) selects JWT; else the
         comma-separated ``MAILSERVER_WEBADMIN_PASSWORD[_NODELETE|_READONLY]`` select passwords;
         else ``MAILSERVER_WEBADMIN_AUTH=disabled`` is required to run unauthenticated."""
-        key = env.get("MAILSERVER_WEBADMIN_JWT_PUBLIC_KEY", "").strip()
-        if key:
+        s = WebAdminSettings.from_env(env)
+        if s.jwt_public_key:
+            key = s.jwt_public_key
             if "-----BEGIN" not in key:
                 key = Path(key).read_text()
             return cls.jwt(key)
-        lists = [_split(env.get(f"MAILSERVER_WEBADMIN_PASSWORD{suffix}", ""))
-                 for suffix in ("", "_NODELETE", "_READONLY")]
+        lists = [s.passwords, s.nodelete_passwords, s.readonly_passwords]
         if any(lists):
             return cls.password(*lists)
-        if env.get("MAILSERVER_WEBADMIN_AUTH", "").strip().lower() == "disabled":
+        if (s.auth or "").lower() == "disabled":
             return cls.disabled()
         raise AuthConfigError("WebAdmin has no authentication configured: set MAILSERVER_WEBADMIN_JWT_PUBLIC_KEY "
                               "or MAILSERVER_WEBADMIN_PASSWORD (…_NODELETE, …_READONLY), or explicitly "
                               "MAILSERVER_WEBADMIN_AUTH=disabled")
-
-
-def _split(value: str) -> tuple[str, ...]:
-    return tuple(p.strip() for p in value.split(",") if p.strip())
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ Environment:
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mailserver.settings import WebAdminSettings
 from mailserver.webadmin.auth import AuthConfig
 from mailserver.webadmin.header_limits import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS
 
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -45,13 +44,9 @@ class ServerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:
-        env = os.environ if env is None else env
-        return cls(env.get("MAILSERVER_WEBADMIN_HOST", DEFAULT_HOST),
-                   int(env.get("MAILSERVER_WEBADMIN_PORT", str(DEFAULT_PORT))),
-                   AuthConfig.from_env(env),
-                   max_header_bytes=_positive(env, "MAILSERVER_WEBADMIN_MAX_HEADER_BYTES", DEFAULT_MAX_HEADER_BYTES),
-                   max_headers=_positive(env, "MAILSERVER_WEBADMIN_MAX_HEADERS", DEFAULT_MAX_HEADERS),
-                   docs=_flag(env, "MAILSERVER_WEBADMIN_DOCS", True))
+        s = WebAdminSettings.from_env(env)
+        return cls(s.host, s.port, AuthConfig.from_env(env), max_header_bytes=s.max_header_bytes,
+                   max_headers=s.max_headers, docs=s.docs)
 
 
 def uvicorn_config(app: Any, config: ServerConfig, **options: Any) -> uvicorn.Config:
@@ -61,21 +56,3 @@ def uvicorn_config(app: Any, config: ServerConfig, **options: Any) -> uvicorn.Co
 
     return uvicorn.Config(app, host=config.host, port=config.port, http="h11",
                           h11_max_incomplete_event_size=config.max_header_bytes, **options)
-
-
-def _positive(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name}: {raw!r} is not a positive whole number")
-    return int(raw)
-
-
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw not in _TRUE | _FALSE:
-        raise ValueError(f"{name}: {raw!r} is not a boolean (true or false)")
-    return raw in _TRUE

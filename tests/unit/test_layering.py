@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"mailserver", "randomness", "read_cache", "group_commit", "amqp_heartbeats",
                     "rabbitmq_management", "observability", "serving"}),
     ("model", {"model"}),
+    ("settings", {"settings"}),
     ("backends", {"blob", "cassandra", "airflow"}),
     ("records", {"eventsourcing", "domains", "users", "rrt", "security"}),
     ("mailbox", {"events", "mailbox", "maintenance"}),

@@ -15,6 +15,7 @@ from mailserver.events.naming import BusNames
 from mailserver.events.registered_groups import GroupQueue, GroupsState, RegisteredGroups
 from mailserver.events.required_groups import GroupChange, RequiredGroups
 from mailserver.events.topology import BusTopology
+from mailserver.settings import RabbitMQSettings
 from mailserver.tasks.api import Result, Task
 from mailserver.tasks.registry import TaskRegistry
 
@@ -26,7 +27,7 @@ def registered_groups_from_env(env: Mapping[str, str], amqp_url: str, names: Bus
     """The reader of RabbitMQ's groups, as ``runtime.backends`` builds it; None without a management URL."""
     from mailserver.rabbitmq_management import RabbitMQManagement
 
-    url = env.get(MANAGEMENT_URL)
+    url = RabbitMQSettings.from_env(env).management_url
     return RegisteredGroups(RabbitMQManagement(url, amqp_url), names) if url else None
 
 

@@ -7,7 +7,8 @@ from ipaddress import ip_network
 import pytest
 
 from mailserver.runtime.settings import ServeSettings, SettingsError
-from mailserver.security.throttle_config import ENVIRONMENT, AuthThrottleConfig
+from mailserver.security.throttle_config import AuthThrottleConfig
+from mailserver.settings import AuthThrottleSettings
 
 
 def test_defaults():
@@ -20,7 +21,7 @@ def test_defaults():
 
 
 def test_every_field_has_its_variable():
-    assert set(ENVIRONMENT) == set(AuthThrottleConfig.model_fields)
+    assert set(AuthThrottleSettings.model_fields) == set(AuthThrottleConfig.model_fields)
 
 
 def test_variables_override_the_defaults():

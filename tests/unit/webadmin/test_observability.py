@@ -53,7 +53,7 @@ def captured():
         logging.getLogger(name).setLevel(logging.NOTSET)   # as in a fresh server process
 
     def install(fmt: str, levels: str = "") -> io.StringIO:
-        handlers.append(configure(fmt=fmt, levels=levels, stream=stream, env={}))
+        handlers.append(configure(fmt=fmt, levels=levels, stream=stream))
         return stream
 
     yield install
@@ -139,7 +139,7 @@ def test_in_the_background_lines_keep_the_caller_context_and_order(captured):
     """The server's mode: a writer thread writes the lines; each still carries the MDC and the
     exception of the thread that logged it, in the order they were logged."""
     stream = io.StringIO()
-    handler = configure(fmt="json", stream=stream, env={}, background=True)
+    handler = configure(fmt="json", stream=stream, background=True)
     log = logging.getLogger("mailserver.test")
     logged_by: list[str] = []
 
@@ -173,7 +173,7 @@ def test_in_the_background_lines_keep_the_caller_context_and_order(captured):
 
 def test_closing_the_background_handler_writes_what_is_queued(captured):
     stream = io.StringIO()
-    handler = configure(fmt="console", stream=stream, env={}, background=True)
+    handler = configure(fmt="console", stream=stream, background=True)
     try:
         for n in range(200):
             logging.getLogger("mailserver.test").warning("queued %d", n)
