@@ -61,7 +61,8 @@ class MappingSource(EnvSettingsSource):
 class EnvironmentSettings(BaseSettings):
     """One area's variables. Built only through ``from_env``: the sources below are the mapping's."""
 
-    model_config = SettingsConfigDict(frozen=True, extra="ignore", case_sensitive=True)
+    # enable_decoding=False: a comma list is text for our validators, not JSON for pydantic-settings.
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", case_sensitive=True, enable_decoding=False)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
