@@ -26,7 +26,11 @@ SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailse
                            "mailserver/vault/__init__.py", "mailserver/vault/buckets.py",
                            "mailserver/vault/config.py",
                            # every job's default keyspace is the server's
-                           "mailserver/cassandra/__init__.py", "mailserver/cassandra/config.py")
+                           "mailserver/cassandra/__init__.py", "mailserver/cassandra/config.py",
+                           # the configs' from_env on the driver (the reindex job's SearchConfig):
+                           # pydantic-settings is in the driver's environment, as the Cassandra driver is
+                           "mailserver/settings", "mailserver/serving/__init__.py",
+                           "mailserver/serving/event_loops.py")
 
 
 def job_path(job: str) -> Path:

@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mailserver.settings import CassandraSettings
-
 DEFAULT_KEYSPACE = "james_keyspace"   # James's default, the one name every part uses unless told
 _IDENTIFIER = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 
@@ -39,6 +37,8 @@ class CassandraConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> CassandraConfig:
+        from mailserver.settings import CassandraSettings  # here: Spark jobs import this module without it
+
         s = CassandraSettings.from_env(env)
         values: dict[str, Any] = {"hosts": s.hosts, "port": s.port, "keyspace": s.keyspace, "username": s.username,
                         "password": s.password, "local_dc": s.local_dc}

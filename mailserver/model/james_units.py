@@ -26,6 +26,7 @@ _JAVA_SPACE = "[ \\t\\n\\x0b\\f\\r]*"   # Java's \s is ASCII only; Python's woul
 _DURATION = re.compile(f"{_JAVA_SPACE}(-?[0-9]+){_JAVA_SPACE}([a-zA-Z,]*){_JAVA_SPACE}")
 
 _YEAR_MS = 31_556_952_000   # ChronoUnit.YEARS: 365.2425 days
+ONE_YEAR = timedelta(milliseconds=_YEAR_MS)   # James's ChronoUnit.YEARS (the vault's default retention)
 # DurationParser.Unit: each unit's spellings (matched lower-cased) and its length in milliseconds.
 DURATION_UNITS: dict[tuple[str, ...], int] = {
     ("ms", "msec", "msecs"): 1,

@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mailserver.settings import OpenSearchSettings
-
 DEFAULT_INDEX = "mailbox_v1"
 DEFAULT_READ_ALIAS = "mailboxReadAlias"
 DEFAULT_WRITE_ALIAS = "mailboxWriteAlias"
@@ -64,6 +62,8 @@ class SearchConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchConfig | None:
         """The configuration, or None when ``OPENSEARCH_URL`` is unset (the server runs without search)."""
+        from mailserver.settings import OpenSearchSettings  # here: Spark executors import this module without it
+
         s = OpenSearchSettings.from_env(env)
         urls = tuple(u.strip().rstrip("/") for u in (s.url or "").split(",") if u.strip())
         if not urls:

@@ -20,12 +20,13 @@ from typing import Protocol, Self
 import uvloop
 
 from mailserver.observability.loop_stalls import WATCHDOG, LoopStallWatchdog
+from mailserver.serving.event_loops import DEFAULT_EVENT_LOOP, EVENT_LOOP_NAMES
 
 EVENT_LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "uvloop": uvloop.new_event_loop,
     "asyncio": asyncio.new_event_loop,
 }
-DEFAULT_EVENT_LOOP = "uvloop"
+assert tuple(EVENT_LOOPS) == EVENT_LOOP_NAMES and DEFAULT_EVENT_LOOP in EVENT_LOOPS
 
 
 class AsyncServer(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from mailserver.serving.server_thread import DEFAULT_EVENT_LOOP, EVENT_LOOPS
+from mailserver.serving.event_loops import DEFAULT_EVENT_LOOP, EVENT_LOOP_NAMES
 
 from .base import EnvironmentSettings, setting
 from .values import Milliseconds, one_of
@@ -21,9 +21,9 @@ class NodeSettings(EnvironmentSettings):
                                     "differ between live processes.", "text", shown_default="the host name")
     health_interval: Milliseconds = setting("MAILSERVER_HEALTH_INTERVAL_MS", timedelta(seconds=2), "Time between "
                                             "background probes of the backends.", "duration (bare number: ms)")
-    event_loop: Annotated[str, one_of(*EVENT_LOOPS)] = setting(
+    event_loop: Annotated[str, one_of(*EVENT_LOOP_NAMES)] = setting(
         "MAILSERVER_EVENT_LOOP", DEFAULT_EVENT_LOOP, "Event loop of the SMTP and IMAP servers.",
-        "one of " + ", ".join(EVENT_LOOPS))
+        "one of " + ", ".join(EVENT_LOOP_NAMES))
 
 
 class ReadCacheSettings(EnvironmentSettings):

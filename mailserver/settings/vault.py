@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from mailserver.model.james_units import ONE_YEAR
 
 from .base import EnvironmentSettings, setting
 from .values import Days, Flag
-
-ONE_YEAR = timedelta(seconds=31556952)   # ChronoUnit.YEARS, James's default retention
 
 
 class VaultSettings(EnvironmentSettings):

@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mailserver.model.james_units import parse_duration
-from mailserver.settings import VaultSettings
-from mailserver.settings.vault import ONE_YEAR
+from mailserver.model.james_units import ONE_YEAR, parse_duration
 
 RESTORED_MESSAGES = "Restored-Messages"
 
@@ -35,5 +33,7 @@ class VaultConfiguration:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> VaultConfiguration:
+        from mailserver.settings import VaultSettings  # here: Spark jobs import this module without it
+
         s = VaultSettings.from_env(env)
         return cls(s.enabled, s.retention_period, s.restore_location)
