@@ -26,11 +26,11 @@ test: bootstrap       ## the whole suite against real services (starts the backe
 	@$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
 	@$(PY) -m include.stack up --profile backends
-	@$(PY) -m pytest -m "not cassandra_cluster" $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not cluster_suite" $(PYTEST_ARGS)
 
-test-cluster: bootstrap  ## the three-node Cassandra e2e (starts the cluster: about 2.4 GiB and 5 minutes more)
+test-cluster: bootstrap  ## the multi-node e2e: three-node Cassandra, reindex on the Spark cluster (about 2.4 GiB, 8 minutes)
 	@$(PY) -m include.stack up --profile backends
-	@$(PY) -m pytest -m cassandra_cluster $(PYTEST_ARGS)
+	@$(PY) -m pytest -m cluster_suite $(PYTEST_ARGS)
 
 unit: bootstrap       ## unit tests only: no servers
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)

@@ -53,7 +53,7 @@ from tests.integration.maintenance.test_message_inconsistencies_job import break
 from tests.support.mailserver_process import IsolatedVhost, ServerProcess, mailet_container_for_tests, server_env
 from tests.support.maintenance import report_of, seed_mail, spark_submit
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.cassandra_cluster]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.cassandra_cluster, pytest.mark.cluster_suite]
 
 KEYSPACE = "cluster_e2e"
 BUCKET = "cluster-e2e"

@@ -102,6 +102,10 @@ def two_indexes(stack) -> Iterator[tuple[SearchConfig, SearchConfig]]:
     client.indices.delete(index=f"*{tag}*", ignore_unavailable=True, expand_wildcards="all")
 
 
+
+# About two minutes (a reindex of the seeded mail through two executors): in `make test-cluster`, so
+# that `make test` keeps within its time budget; the message repair below stays in `make test`.
+@pytest.mark.cluster_suite
 def test_reindex_on_the_cluster_builds_the_index_local_builds(maintenance_airflow, maintenance_keyspace, s3_blobs,
                                                                two_indexes, spark_cluster, monkeypatch):
     session = maintenance_keyspace
