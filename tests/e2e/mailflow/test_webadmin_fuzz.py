@@ -21,6 +21,17 @@ EXAMPLES_PER_OPERATION = 25
 EXCLUDED = ("/cassandra/version/upgrade",)
 
 
+def health_report(path: str, response) -> bool:
+    """A 503 that is James's answer, not an error: the health routes report a degraded or unhealthy
+    server with 503 (the fuzzer itself switches maintenance mode on, which degrades it)."""
+    if response.status_code != 503 or not path.startswith("/healthcheck"):
+        return False
+    try:
+        return response.json().get("status") in ("degraded", "unhealthy")
+    except ValueError:
+        return False
+
+
 def test_no_operation_answers_5xx(mail_world: MailWorld):
     base = f"http://127.0.0.1:{mail_world.env['MAILSERVER_WEBADMIN_PORT']}"
     schema = schemathesis.openapi.from_url(f"{base}/openapi.json")
@@ -39,7 +50,7 @@ def test_no_operation_answers_5xx(mail_world: MailWorld):
             @given(case=operation.as_strategy())
             def exercise(case) -> None:
                 response = case.call(base_url=base, headers=headers, timeout=30)
-                if response.status_code >= 500:
+                if response.status_code >= 500 and not health_report(case.path, response):
                     failures.append(f"{case.method} {case.formatted_path} {case.query or ''} -> "
                                     f"{response.status_code} {response.text[:200]}")
 
