@@ -166,6 +166,31 @@ class PrivateAirflow:
                                      f"tasks: {self.task_states(dag_id, run_id)}\n{self.tail('scheduler')}")
             time.sleep(3)
 
+    def run(self, dag_id: str, run_id: str) -> dict[str, Any]:
+        with self.api() as client:
+            response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")
+            response.raise_for_status()
+            return response.json()
+
+    def wait_run_note(self, dag_id: str, run_id: str, timeout: float = 120.0) -> str:
+        """The note of an ended run: the scheduler's listener writes it as the run ends, maybe a
+        moment after the run's state is read as ended."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.run(dag_id, run_id)
+            if run.get("note"):
+                return run["note"]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{dag_id} {run_id} ({run['state']}) has no note after {timeout:.0f} s: "
+                                     f"the run-notes listener did not write one\n{self.tail('scheduler')}")
+            time.sleep(2)
+
+    def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+        with self.api() as client:
+            response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}")
+            response.raise_for_status()
+            return response.json()
+
     def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
         with self.api() as client:
             response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")

@@ -6,63 +6,15 @@ and no run, whether the form's "unpause" box (ticked by default) unpaused the DA
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
-from tests.support.private_airflow import USERNAME, PrivateAirflow
+from tests.support.airflow_ui import submit, trigger_form
+from tests.support.private_airflow import PrivateAirflow
 
 pytestmark = [pytest.mark.e2e]
 
-CHROMIUM = Path("/usr/bin/chromium")
 MESSAGES_DAG = "solve_message_inconsistencies"
-# A loaded machine: the UI's pages wait on an API that may answer slowly.
-UI_TIMEOUT_MS = 120_000
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"Debian's chromium is missing ({CHROMIUM}): `make bootstrap` installs it "
-                    "(apt-get install chromium); Playwright never downloads a browser here", pytrace=False)
-    expect.set_options(timeout=UI_TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def operator(chromium: Browser, live_airflow: PrivateAirflow) -> Iterator[Page]:
-    """A signed-in operator's page."""
-    context = chromium.new_context(viewport={"width": 1400, "height": 1000}, base_url=live_airflow.url)
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    page = context.new_page()
-    page.goto("/")
-    page.get_by_label("Username").fill(USERNAME)
-    page.get_by_label("Password").fill(live_airflow.password)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(lambda url: "/auth/login" not in url)
-    yield page
-    context.close()
-
-
-def trigger_form(page: Page, dag_id: str) -> Locator:
-    page.goto(f"/dags/{dag_id}")
-    page.get_by_role("button", name="Trigger").first.click()
-    dialog = page.get_by_role("dialog")
-    expect(dialog.get_by_text("Run Parameters")).to_be_visible()
-    return dialog
-
-
-def submit(page: Page, dialog: Locator) -> tuple[int, dict[str, Any]]:
-    """Click Trigger; the status and body of the API's answer to the trigger."""
-    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/dagRuns")) as answer:
-        dialog.get_by_test_id("trigger-dag-submit").click()
-    return answer.value.status, answer.value.json()
 
 
 @pytest.mark.parametrize("unpause_box", [False, True], ids=["unpause-unticked", "unpause-ticked-default"])
