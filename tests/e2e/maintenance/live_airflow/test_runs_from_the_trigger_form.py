@@ -111,8 +111,12 @@ def test_a_real_run_from_the_form_shows_its_summary_on_the_run_page(
 
     note = live_airflow.wait_run_note(quotas_dag, run_id)
     assert "recompute-current-quotas: COMPLETED" in note, note
-    # What the operator reads on the run's page: the outcome, and one root fixed.
+    # Where the operator reads it: the run page's header shows the note's first line (the outcome) ...
     operator.goto(run_page(quotas_dag, run_id))
-    summary = operator.get_by_role("main")
+    expect(operator.get_by_text("recompute-current-quotas: COMPLETED").first).to_be_visible()
+    # ... and the note's dialog the whole summary: one quota root fixed, none failed.
+    operator.get_by_role("button", name="Edit note").first.click()
+    summary = operator.get_by_test_id("markdown-modal")
     expect(summary).to_contain_text("recompute-current-quotas: COMPLETED")
     expect(summary).to_contain_text(re.compile(r"fixed:\s*1 \(listed in the report\)"))
+    expect(summary).to_contain_text(re.compile(r"failed:\s*0\b"))
