@@ -20,7 +20,7 @@ def trigger_form(page: Page, dag_id: str) -> Locator:
 def tick_switch(dialog: Locator, param: str) -> None:
     """Turn a boolean param's switch on (the input is hidden: its label takes the click)."""
     switch = dialog.locator(f"[name=element_{param}]")
-    dialog.locator("label", has=switch).click()
+    dialog.locator(f"label:has([name=element_{param}])").click()
     expect(switch).to_be_checked()
 
 
