@@ -116,7 +116,7 @@ def test_a_real_run_from_the_form_shows_its_summary_on_the_run_page(
     expect(operator.get_by_text("recompute-current-quotas: COMPLETED").first).to_be_visible()
     # ... and the note's dialog the whole summary: one quota root fixed, none failed.
     operator.get_by_role("button", name="Edit note").first.click()
-    summary = operator.get_by_test_id("markdown-modal")
+    summary = operator.get_by_role("dialog").filter(has_text="Dag Run Note")
     expect(summary).to_contain_text("recompute-current-quotas: COMPLETED")
     expect(summary).to_contain_text(re.compile(r"fixed:\s*1 \(listed in the report\)"))
     expect(summary).to_contain_text(re.compile(r"failed:\s*0\b"))
