@@ -9,21 +9,7 @@ import pytest
 from mailserver.runtime.settings import ServeSettings, SettingsError
 from mailserver.smtp import SmtpConfig
 from mailserver.smtp.limits import ConnectionLimits
-from tests.unit.smtp.smtp_helpers import RawClient, make_server
-
-
-@pytest.fixture
-def servers():
-    started = []
-
-    def start(**config):
-        thread, queue = make_server(**config)
-        started.append(thread)
-        return thread, queue
-
-    yield start
-    for thread in started:
-        thread.stop()
+from tests.unit.smtp.smtp_helpers import RawClient
 
 
 def greeting(port: int) -> tuple[RawClient, str]:
@@ -51,8 +37,8 @@ def test_caps_are_on_by_default():
     assert (config.max_connections, config.max_connections_per_ip) == (500, 20)
 
 
-def test_one_address_cannot_hold_more_than_its_share(servers):
-    thread, _ = servers(max_connections_per_ip=2)
+def test_one_address_cannot_hold_more_than_its_share(server):
+    thread, _ = server(max_connections_per_ip=2)
     first, second = greeting(thread.port), greeting(thread.port)
     assert first[1].startswith("220 ") and second[1].startswith("220 ")
     third, reply = greeting(thread.port)
@@ -65,8 +51,8 @@ def test_one_address_cannot_hold_more_than_its_share(servers):
     second[0].close()
 
 
-def test_the_total_cap_applies_whatever_the_address(servers):
-    thread, _ = servers(max_connections=1, max_connections_per_ip=None)
+def test_the_total_cap_applies_whatever_the_address(server):
+    thread, _ = server(max_connections=1, max_connections_per_ip=None)
     first, reply = greeting(thread.port)
     assert reply.startswith("220 ")
     second, refused = greeting(thread.port)

@@ -8,26 +8,10 @@ the "next transaction" is often the content of a smuggling attempt).
 
 from __future__ import annotations
 
-import pytest
-
-from tests.unit.smtp.smtp_helpers import LOCAL, RawClient, drain, make_server
+from tests.unit.smtp.smtp_helpers import LOCAL, RawClient, drain
 
 SECOND = (f"MAIL FROM:<ceo@{LOCAL}>\r\nRCPT TO:<alice@{LOCAL}>\r\nDATA\r\n"
           f"From: ceo@{LOCAL}\r\nSubject: second\r\n\r\nsend money\r\n.\r\n").encode()
-
-
-@pytest.fixture
-def server():
-    started = []
-
-    def start(**config):
-        thread, queue = make_server(**config)
-        started.append(thread)
-        return thread, queue
-
-    yield start
-    for thread in started:
-        thread.stop()
 
 
 def session(port: int) -> RawClient:
