@@ -1,13 +1,11 @@
 """The Cassandra schema migration DAG run by Airflow (``dag.test()``) on a keyspace at version 10.
 
-The 10 -> 11 step as a backfill: ``airflow backfill create --dry-run`` shows the three monthly
-runs the DAG's schedule makes, and the middle month's run is executed with ``dag.test()`` for the
-same data interval (a backfill run's interval starts at its logical date; a ``dag.test()`` run's
-interval ends at its logical date, hence the next month as logical date). The slice completes its
-month only and never bumps the version; the final manual run migrates what is left, checks every
-date, bumps to 11 and runs 11 -> 15. (Every month of a real backfill, run by the stack's scheduler,
-is tests/e2e/airflow_api/test_schema_migration_backfill.py.) A dry run detects what 10 -> 11 would fix and writes
-nothing, bumps nothing. Everything is checked with CQL.
+``airflow backfill create --dry-run`` shows the three monthly runs the DAG's schedule makes (the
+backfill itself, each month migrated by its run and a manual run to the latest version, is run by
+the stack's scheduler in tests/e2e/airflow_api/test_schema_migration_backfill.py). A dry run
+detects what 10 -> 11 would fix and writes nothing, bumps nothing; a run with a target version stops
+there; a manual run then takes 11 to the latest (the mail server's own migrations), after which
+neither a slice nor an upgrade has anything to do. Everything is checked with CQL.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from tests.support.cassandra_migration import (
     incomplete_by_month,
     incomplete_by_table,
     james_tables,
-    rows_digest,
     v10_keyspace,
     versions,
 )
@@ -40,7 +37,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark,
               pytest.mark.timeout(3600)]  # several Spark runs per test on a shared 2-core host
 
 DAG_ID = "cassandra_schema_migration"
-SLICE_TASKS = ("migrate_slice", "slice_report")
 TRANSITIONS = tuple(f"to_{v}" for v in range(11, LATEST + 1))
 
 
@@ -70,58 +66,11 @@ def backfill_dry_run(start, end) -> str:
     return result.stdout
 
 
-def test_a_v10_keyspace_reaches_the_latest_version_with_10_to_11_backfilled_by_month(v10_airflow):
-    s, data = v10_airflow
-    before = incomplete_by_month(s)
-    months = [f"{start:%Y-%m}" for start, _ in MONTHS]
-    assert set(before) == set(months)
-
-    # February's backfill run: its month only, January and March untouched to the byte.
-    (start, end), month = MONTHS[1], months[1]
-    untouched = set(months) - {month}
-    digest = rows_digest(s, untouched)
-    dag_run, states, tis = run(logical_date=end, run_conf={"mode": "slice", "slices": 2})
-    assert dag_run.state == "success", states
-    assert (dag_run.data_interval_start, dag_run.data_interval_end) == (start, end)
-    assert all(states[t] == "success" for t in ("backends_healthy", "plan", *SLICE_TASKS, "summary")), states
-    assert all(states[t] == "skipped" for t in ("denormalize_all", *TRANSITIONS)), states
-    report = tis["slice_report"].xcom_pull(task_ids="slice_report")
-    assert report["processed"] == before[month]
-    assert report["fixed_message_id"] + report["fixed_imap_uid"] == before[month]
-    assert incomplete_by_month(s) == {m: before[m] for m in untouched}
-    assert rows_digest(s, untouched) == digest
-    assert versions(s) == [10], "a slice must never bump the version"
-
+def test_the_backfill_cli_of_the_doc_lists_one_run_per_month(maintenance_airflow):
     # Every rule of the backfill CLI the doc gives: three monthly runs for Jan 1st .. Mar 1st.
     listed = backfill_dry_run(MONTHS[0][0], MONTHS[2][0])
     assert all(f"{start:%Y-%m-%d}" in listed for start, _ in MONTHS), listed
     assert f"{MONTHS[2][1]:%Y-%m-%d}" not in listed, listed
-
-    dag_run, states, tis = run(run_conf={"slices": 2})   # manual run, mode auto: the upgrade
-    assert dag_run.state == "success", states
-    assert all(states[t] == "success" for t in ("denormalize_all", *TRANSITIONS, "summary")), states
-    assert all(states[t] == "skipped" for t in SLICE_TASKS), states
-    summary = tis["summary"].xcom_pull(task_ids="summary")
-    assert (summary["fromVersion"], summary["toVersion"], summary["mode"]) == (10, LATEST, "upgrade")
-    # the slice had done February; the upgrade's full-range pass migrates the two other months
-    assert summary["migrations"]["11"]["counters"]["processed"] == sum(before[m] for m in untouched)
-    assert versions(s) == [10, *range(11, LATEST + 1)]                 # one bump per completed migration
-    assert incomplete_by_month(s) == {}
-    assert all_complete(s, data)
-    # 11 -> 12 .. 14 -> 15 ran too: legacy quotas are in the new tables.
-    quotas = quota_rows(s)
-    assert quotas["current"][("#private&bob@example.com@example.com", "MAILBOX", "count")] == 3
-    assert quotas["limits"][("user", "bob@example.com", "SIEVE", "size")] == 2000
-    attachments = {r["id"]: r["message_id"] for r in s.execute("SELECT id, message_id FROM attachmentV2")}
-    assert attachments["att-1"] == data.base["jan1"]["messageid"]
-
-    # At the latest version: a slice has nothing to do, an upgrade neither.
-    dag_run, states, _ = run(logical_date=MONTHS[0][1], run_conf={"mode": "slice"})
-    assert dag_run.state == "success" and states["migrate_slice"] == "skipped", states
-    dag_run, states, _ = run()
-    assert dag_run.state == "success", states
-    assert all(states[t] == "skipped" for t in ("denormalize_all", *TRANSITIONS)), states
-    assert versions(s) == [10, *range(11, LATEST + 1)]
 
 
 def denormalization_report(dag_run) -> dict:
@@ -132,8 +81,8 @@ def denormalization_report(dag_run) -> dict:
     return MaintenanceReportHook().read(DENORMALIZATION_JOB, f"{DAG_ID}/{dag_run.run_id}/all")
 
 
-def test_a_dry_run_writes_nothing_then_a_target_version_stops_there_and_a_bad_target_is_refused(v10_airflow):
-    s, _ = v10_airflow
+def test_a_dry_run_writes_nothing_a_target_version_stops_there_then_an_upgrade_reaches_the_latest(v10_airflow):
+    s, data = v10_airflow
     # A target past the latest version is refused by the first task, before anything else runs.
     dag_run, states, _ = run(run_conf={"target_version": 16})
     assert states["check_params"] == "failed", states
@@ -161,3 +110,26 @@ def test_a_dry_run_writes_nothing_then_a_target_version_stops_there_and_a_bad_ta
     assert versions(s) == [10, 11]
     assert incomplete_by_month(s) == {}
     assert json.loads(os.environ["AIRFLOW_CONN_CASSANDRA_DEFAULT"])["schema"] == s.keyspace
+
+    # A manual run (mode auto): 11 -> 12 .. 14 -> 15, the mail server's own migrations, no Spark step.
+    dag_run, states, tis = run()
+    assert dag_run.state == "success", states
+    assert states["denormalize_all"] == "skipped", states
+    assert all(states[f"to_{v}"] == "success" for v in range(12, LATEST + 1)), states
+    summary = tis["summary"].xcom_pull(task_ids="summary")
+    assert (summary["fromVersion"], summary["toVersion"]) == (11, LATEST), summary
+    assert versions(s) == [10, *range(11, LATEST + 1)]                 # one bump per completed migration
+    assert all_complete(s, data)
+    quotas = quota_rows(s)                      # legacy quotas are in the new tables
+    assert quotas["current"][("#private&bob@example.com@example.com", "MAILBOX", "count")] == 3
+    assert quotas["limits"][("user", "bob@example.com", "SIEVE", "size")] == 2000
+    attachments = {r["id"]: r["message_id"] for r in s.execute("SELECT id, message_id FROM attachmentV2")}
+    assert attachments["att-1"] == data.base["jan1"]["messageid"]
+
+    # At the latest version: a slice has nothing to do, an upgrade neither.
+    dag_run, states, _ = run(logical_date=MONTHS[0][1], run_conf={"mode": "slice"})
+    assert dag_run.state == "success" and states["migrate_slice"] == "skipped", states
+    dag_run, states, _ = run()
+    assert dag_run.state == "success", states
+    assert all(states[t] == "skipped" for t in ("denormalize_all", *TRANSITIONS)), states
+    assert versions(s) == [10, *range(11, LATEST + 1)]

@@ -103,6 +103,7 @@ def dry_run_world(stack, maintenance_airflow, maintenance_cassandra, maintenance
                           maintenance_state=lambda: webadmin_get(maintenance_webadmin, "/maintenance"))
             blob_bucket = {"blob_bucket": s3_blobs.default_bucket.value}
             yield DryRunWorld(world, report_bucket, conf={
+                "recompute_mailbox_counters": {"trust_message_projection": True},
                 "recompute_fast_view_projection": blob_bucket,
                 "reindex_mailboxes": {**blob_bucket, "mode": "rebuildAll", "read_alias": search.read_alias,
                                       "write_alias": search.write_alias},
@@ -155,7 +156,9 @@ def detected(summary: dict[str, Any]) -> Any:
 FOUND: dict[str, Callable[[dict[str, Any]], Any]] = {
     "solve_message_inconsistencies": detected,
     "solve_mailbox_inconsistencies": detected,
-    "recompute_mailbox_counters": detected,
+    # the option reaches the job (trusted, the projection's orphans are not counted)
+    "recompute_mailbox_counters": lambda summary: (summary.get("runningOptions") == {"trustMessageProjection": True}
+                                                   and detected(summary)),
     "recompute_current_quotas": detected,
     "recompute_fast_view_projection": detected,
     "solve_mappings_sources_inconsistencies": detected,

@@ -2,9 +2,12 @@
 RabbitMQ vhost and a bucket, local users, the server's spool, and mail servers (``--roles spooler,webadmin``)
 started when delivery resumes. What each DAG did is read back with CQL, the management API and S3.
 
-* drain: a spam wave in the spool while delivery is stopped. The dry run counts exactly the spammer's mails and
-  changes nothing; the drain moves them to ``var/mail/drained/`` (view, broker and blobs agree); once delivery
-  restarts every other mail is delivered exactly once and no spam is;
+* dry runs: one world with something for each of the four DAGs (a spam wave, mails the broker lost, orphaned
+  blobs, delayed mails, a mail repository); each DAG's dry run finds its part and leaves every table of the
+  keyspace, the world's bucket, every queue of the vhost and the maintenance state as they were;
+* drain: a spam wave in the spool while delivery is stopped. The drain moves them to ``var/mail/drained/``
+  (view, broker and blobs agree); once delivery restarts every other mail is delivered exactly once and no
+  spam is;
 * recovery: the spool's broker messages purged behind the platform's back, and content blobs left by enqueues
   that crashed between S3 and Cassandra. ``recover_lost_mails`` republishes every mail the view holds and
   re-enqueues the whole orphaned mails (the ambiguous ones are reported and kept); after delivery each mail is
@@ -23,13 +26,16 @@ import os
 import time
 import uuid
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 
 from mailserver.cassandra.versions import LATEST, SchemaVersionDAO
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.queue.content import MimeMessageStore
-from tests.e2e.maintenance.conftest import run_dag
+from mailserver.repository.cassandra import CassandraMailRepositoryStore
+from spark_apps.common.reports import s3_client
+from tests.e2e.maintenance.conftest import run_dag, webadmin_get
 from tests.support.events import eventually
 from tests.support.mail_queue_maintenance import (
     QueueWorld,
@@ -45,6 +51,7 @@ from tests.support.mail_queue_maintenance import (
     view_rows,
 )
 from tests.support.mailserver_process import IsolatedVhost, mailet_container_for_tests
+from tests.support.world_snapshot import RunRecord, World, differences
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -95,6 +102,46 @@ def delivered(world: QueueWorld, users: list[str], expected: int) -> Counter:
     return delivered_subjects(world, users)
 
 
+def test_each_dry_run_finds_its_part_and_leaves_tables_bucket_queues_and_maintenance_as_they_were(
+        queue_world, maintenance_webadmin):
+    world = queue_world
+    users = world.add_users([f"user{i}" for i in range(4)])
+    spool = world.factory().get("spool")
+    lost = [make_mail("friend@remote.example", users[i % 4], f"lost {i}") for i in range(4)]
+    enqueue_many(spool, lost)
+    assert purge(world.amqp_url, spool.names.workqueue) == len(lost)   # behind the platform's back
+    spam = [make_mail(SPAMMER, users[i % 4], f"spam {i}") for i in range(5)]
+    enqueue_many(spool, [*spam, *(make_mail("friend@remote.example", users[i], f"ham {i}") for i in range(4))])
+    for i in range(3):
+        spool.enqueue(make_mail(BULK, users[i], f"later {i}"), delay=timedelta(hours=1))
+    store = MimeMessageStore(world.blobs)
+    orphans = [orphan(world, store, users[i], f"orphan {i}", multipart=True) for i in range(2)]
+    repository = CassandraMailRepositoryStore(world.session, store).select(ADDRESS_ERROR)
+    stored = [repository.store(make_mail("friend@remote.example", world.address(f"later{i}"), f"early {i}"))
+              for i in range(3)]
+    report_bucket = os.environ.get("MAINTENANCE_REPORT_BUCKET", "maintenance-reports")
+    snapshot = World(session=world.session, s3_client=s3_client(world.stack.to_env()),
+                     buckets=lambda name: name == world.bucket, amqp_url=world.amqp_url,
+                     management_url=world.stack.rabbitmq_management_url.rstrip("/"),
+                     maintenance_state=lambda: webadmin_get(maintenance_webadmin, "/maintenance"))
+    bucket = {"blob_bucket": world.bucket}
+    runs = {   # each DAG's dry run, and what it must find
+        "drain_mail_queue": ({**bucket, "sender": SPAMMER}, {"matchingMail": len(spam)}),
+        "recover_lost_mails": ({**bucket, "dry_run": True, "older_than": "0s", "orphan_min_age": "0s"},
+                               {"notInBroker": len(lost), "orphanMail": len(orphans)}),
+        "flush_delayed_mails": ({**bucket, "dry_run": True, "queue": "spool"}, {"delayedMails": 3}),
+        "reprocess_mail_repository": ({**bucket, "dry_run": True, "repository": ADDRESS_ERROR,
+                                       "target_processor": "transport"}, {"storedMail": len(stored)}),
+    }
+    for dag_id, (conf, found) in runs.items():
+        before = snapshot.snapshot()
+        run, states, summary = run_dag(dag_id, conf)
+        assert run.state == "success", (dag_id, states)
+        assert summary["outcome"] == "DRY_RUN" and summary["detected"] == found, (dag_id, summary)
+        after = snapshot.snapshot(RunRecord(dag_id, run.run_id, report_bucket))
+        assert differences(before, after) == [], dag_id
+
+
 def test_drain_moves_a_spam_wave_to_a_repository_and_the_rest_is_delivered_once(queue_world):
     world = queue_world
     users = world.add_users([f"user{i}" for i in range(USERS)])
@@ -103,15 +150,6 @@ def test_drain_moves_a_spam_wave_to_a_repository_and_the_rest_is_delivered_once(
     ham = [make_mail(f"friend{i % 7}@remote.example", users[i % USERS], f"ham {i}") for i in range(HAM)]
     enqueue_many(spool, [m for pair in zip(ham, spam, strict=False) for m in pair] + ham[len(spam):])
     total = SPAM + HAM
-    assert ready_messages(world.amqp_url, spool.names.workqueue) == total
-
-    run, states, summary = run_dag("drain_mail_queue", {"sender": SPAMMER, "blob_bucket": world.bucket})
-    assert run.state == "success", states
-    assert summary["outcome"] == "DRY_RUN" and summary["detected"] == {"matchingMail": SPAM}
-    assert (summary["initialCount"], summary["movedMails"]) == (total, 0)
-    rows = view_rows(world.session, "spool")
-    assert len(rows) == total and not any(r["deleted"] for r in rows.values())      # nothing written
-    assert repository_rows(world.session, DRAINED) == {}
     assert ready_messages(world.amqp_url, spool.names.workqueue) == total
 
     run, states, summary = run_dag("drain_mail_queue", {"dry_run": False, "sender": SPAMMER, "slices": 4,

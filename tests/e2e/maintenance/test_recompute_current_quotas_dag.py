@@ -3,25 +3,25 @@
 Quotas broken by failed listener writes through the mailbox manager; checked with CQL by the
 test: the report's counters equal the broken roots, every quota equals its messages afterwards,
 maintenance mode is on during the repair and off at the end, and the verify pass finds nothing left.
+The dry run (nothing written, maintenance mode never on) is checked in test_dry_runs_write_nothing.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
 from tests.e2e.maintenance.conftest import load_dag, run_dag, webadmin_get
-from tests.integration.maintenance.test_current_quotas_job import QUOTA, break_quotas, quotas_equal_messages
+from tests.integration.maintenance.test_current_quotas_job import break_quotas, quotas_equal_messages
 from tests.support.mail_projections import mailbox_context, seed_users
-from tests.support.maintenance import append_mail, create_mailboxes, seed_mail, table_checksum
+from tests.support.maintenance import append_mail, create_mailboxes, seed_mail
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 DAG_ID = "recompute_current_quotas"
 
 
-def test_dry_run_then_repair_in_maintenance_mode_then_nothing_left(maintenance_airflow, maintenance_webadmin,
-                                                                   maintenance_keyspace, s3_blobs):
+def test_repair_in_maintenance_mode_then_nothing_left(maintenance_airflow, maintenance_webadmin,
+                                                       maintenance_keyspace, s3_blobs):
     session = maintenance_keyspace
     ctx = mailbox_context(session, s3_blobs)
     seeded = seed_users(ctx, session, users=3, inbox_messages=4, archive_messages=2)
@@ -30,16 +30,6 @@ def test_dry_run_then_repair_in_maintenance_mode_then_nothing_left(maintenance_a
     append_mail(session, create_mailboxes(session, seeded.users, ["Bulk1", "Bulk2"]), 300)
     users = [*seeded.users, *seed_mail(session, users=2, mailboxes_per_user=2, messages_per_mailbox=250).users]
     broken = break_quotas(ctx, session, seeded)
-    session.session.execute(CHECKPOINTS_DDL, timeout=60)   # the job creates it on first use; here before
-    before = table_checksum(session, QUOTA, "maintenance_checkpoints")
-    maintenance_before = webadmin_get(maintenance_webadmin, "/maintenance")
-
-    run, states, summary = run_dag(DAG_ID, {"dry_run": True})
-    assert run.state == "success", states
-    assert summary["outcome"] == "DRY_RUN" and summary["detected"] == {"outdatedCurrentQuota": len(broken)}
-    assert table_checksum(session, QUOTA, "maintenance_checkpoints") == before
-    # A dry run never switches maintenance on, not even briefly: the whole state is as it was.
-    assert webadmin_get(maintenance_webadmin, "/maintenance") == maintenance_before
 
     run, states, summary = run_dag(DAG_ID, {"slices": 2})
     assert run.state == "success", states
@@ -47,6 +37,7 @@ def test_dry_run_then_repair_in_maintenance_mode_then_nothing_left(maintenance_a
                                    "disable_maintenance")} == dict.fromkeys(
         ("maintenance_window", "detect_repair_verify", "report", "disable_maintenance"), "success")
     assert summary["type"] == "recompute-current-quotas" and summary["outcome"] == "COMPLETED"
+    assert summary["detected"] == {"outdatedCurrentQuota": len(broken)}
     assert summary["recomputedQuotaRoots"] == len(broken) and summary["processedQuotaRoots"] == len(users)
     assert summary["failedQuotaRoots"] == []
     quotas_equal_messages(session, users)

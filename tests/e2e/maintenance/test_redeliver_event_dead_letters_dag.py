@@ -4,8 +4,9 @@ Dead letters are seeded in the maintenance keyspace under two listener groups an
 dispatching-failure group; the broker is the maintenance WebAdmin's own vhost (so WebAdmin's
 ``RabbitMQ backend`` and ``EventDeadLettersHealthCheck`` look at what the DAG changes), with the
 bus declared and the groups bound as running nodes leave it. Checked with CQL and AMQP by the test:
-a dry run changes nothing; one group, then all, are redelivered to their queues and their rows are
-gone; a second run finds nothing.
+one group, then all, are redelivered to their queues and their rows are gone, and the verify pass
+finds nothing left. The dry run is checked in test_dry_runs_write_nothing.py (nothing written, queue
+depths unchanged) and in tests/integration/maintenance/test_event_dead_letters_job.py (its counts).
 """
 
 from __future__ import annotations
@@ -44,21 +45,15 @@ def bus(maintenance_airflow, maintenance_webadmin, stack, monkeypatch):
     delete_bus_objects(amqp_url, [QUOTA, INDEX])
 
 
-def test_dry_run_then_one_group_then_all_then_nothing_left(maintenance_keyspace, bus):
+def test_one_group_then_all_then_nothing_left(maintenance_keyspace, bus):
     session = maintenance_keyspace
     seeded = seed_dead_letters(session, {QUOTA: 400, INDEX: 300, FAILED_DISPATCH: 100})
-
-    run, states, summary = run_dag(DAG_ID, {"dry_run": True})
-    assert run.state == "success", states
-    assert states["dead_letters_cleared"] == "skipped" and states["detect_redeliver_verify"] == "success"
-    assert summary["outcome"] == "DRY_RUN" and summary["detected"] == seeded.counts()
-    assert dead_letter_counts(session) == seeded.counts()
-    assert ready_messages(bus, NAMES.work_queue(QUOTA)) == ready_messages(bus, NAMES.shared_queue) == 0
 
     run, states, summary = run_dag(DAG_ID, {"scope": "group", "group": QUOTA, "events_per_second": 2000,
                                             "slices": 2})
     assert run.state == "success", states
     assert set(states.values()) == {"success"}, states
+    assert summary["detected"] == {QUOTA: 400}
     assert summary["type"] == "event-dead-letters-redeliver-group" and summary["group"] == QUOTA
     assert summary["groups"] == {QUOTA: {"found": 400, "redelivered": 400, "failed": 0, "failedInsertionIds": []}}
     assert dead_letter_counts(session) == {INDEX: 300, FAILED_DISPATCH: 100}
@@ -72,10 +67,8 @@ def test_dry_run_then_one_group_then_all_then_nothing_left(maintenance_keyspace,
     assert dead_letter_counts(session) == {}
     assert ready_messages(bus, NAMES.work_queue(INDEX)) == 300
     assert ready_messages(bus, NAMES.shared_queue) == 100   # dispatched again to every group
-
-    run, states, summary = run_dag(DAG_ID)
-    assert run.state == "success", states
-    assert summary["detected"] == {} and summary["successfulRedeliveriesCount"] == 0
+    # The verify pass (detection again after the redelivery): nothing left.
+    assert (summary["remaining"], summary["unresolved"]) == ({}, 0)
 
 
 def test_a_scope_without_its_group_is_refused_before_anything_runs(maintenance_airflow):

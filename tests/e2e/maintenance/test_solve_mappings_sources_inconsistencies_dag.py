@@ -1,8 +1,8 @@
 """The RRT mapping-sources DAG run by Airflow (``dag.test()``): health gate, Spark, report.
 
 Seeded through the fault seam; checked with CQL by the test: the report's counters equal the
-seeded faults, the projection equals what ``rrt`` stands for afterwards, a dry run writes
-nothing, and the verify pass finds nothing left.
+seeded faults, the projection equals what ``rrt`` stands for afterwards, and the verify pass
+finds nothing left. The dry run is checked in test_dry_runs_write_nothing.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.maintenance.conftest import assert_refused, run_dag
-from tests.support.maintenance import table_checksum
 from tests.support.rrt_maintenance import (
     break_mappings,
     projection_matches_rrt,
@@ -23,22 +22,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 DAG_ID = "solve_mappings_sources_inconsistencies"
 
 
-def test_dry_run_then_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace):
+def test_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace):
     session = maintenance_keyspace
     seeded = seed_mappings(session, per_type=4)
     break_mappings(session, seeded, missing=3, orphan=2)
-    before = table_checksum(session, "rrt", "mappings_sources")
-
-    run, states, summary = run_dag(DAG_ID, {"dry_run": True})
-    assert run.state == "success", states
-    assert summary["outcome"] == "DRY_RUN"
-    assert summary["detected"] == {"missingMappingSource": 3, "orphanMappingSource": 2}
-    assert table_checksum(session, "rrt", "mappings_sources") == before
 
     run, states, summary = run_dag(DAG_ID, {"slices": 2})
     assert run.state == "success", states
     assert states == {"check_params": "success", "backends_healthy": "success", "detect_repair_verify": "success",
                       "report": "success"}
+    assert summary["detected"] == {"missingMappingSource": 3, "orphanMappingSource": 2}
     assert (summary["successfulMappingsCount"], summary["errorMappingsCount"]) == (5, 0)
     assert (summary["addedMappingsSources"], summary["removedMappingsSources"]) == (3, 2)
     assert summary["processedRrtEntries"] == len(seeded.pairs) + 3

@@ -1,8 +1,9 @@
 """The message-inconsistency Spark job through spark-submit: a killed repair resumes from its checkpoints.
 
-Counters, dry run and verify pass are shown through Airflow in
-``tests/e2e/maintenance/test_solve_message_inconsistencies_dag.py`` (the same job: the suite runs
-each Spark scenario once). Checked with CQL by the test, never by the job.
+Counters and verify pass are shown through Airflow in
+``tests/e2e/maintenance/test_solve_message_inconsistencies_dag.py``, the dry run in
+``tests/e2e/maintenance/test_dry_runs_write_nothing.py`` (the same job: the suite runs each Spark
+scenario once). Checked with CQL by the test, never by the job.
 """
 
 from __future__ import annotations
