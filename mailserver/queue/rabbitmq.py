@@ -826,3 +826,5 @@ class DistributedMailQueueFactory(MailQueueFactory):
             queues = list(self._queues.values())
         for queue in queues:
             queue.close()
+        if self.management is not None:
+            self.management.close()

@@ -12,7 +12,6 @@ import os
 import secrets
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 from include.connections import airflow_connections
@@ -153,10 +152,11 @@ class Airflow(Service):
             self.component_pid_file(component).unlink(missing_ok=True)
 
     def probe(self) -> str:
+        import httpx  # imported late: `status` works without a venv
+
         s = self.settings
         url = f"http://{s.host}:{s.ports.airflow}/api/v2/monitor/health"
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            body = json.load(resp)
+        body = httpx.get(url, timeout=5).raise_for_status().json()
         states = {k: v.get("status") for k, v in body.items() if isinstance(v, dict)}
         bad = {k: v for k, v in states.items() if v not in ("healthy", None)}
         if bad or len(self.pids()) < len(COMPONENTS):

@@ -9,12 +9,10 @@ into the auth manager's file before either starts (the mail server starts first)
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import socket
 import sys
-import urllib.request
 from pathlib import Path
 
 from .. import processes
@@ -91,11 +89,12 @@ class MailServer(Service):
         processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, env=self.env(), cwd=self.home)
 
     def probe(self) -> str:
+        import httpx  # imported late: `status` works without a venv
+
         s = self.settings
         with socket.create_connection((s.host, s.ports.smtp), timeout=5) as conn:
             banner = conn.recv(512).decode("ascii", "replace").strip()
         if not banner.startswith("220"):
             raise RuntimeError(f"SMTP greeting {banner!r}")
-        with urllib.request.urlopen(f"{self.webadmin_url}/healthcheck", timeout=10) as response:
-            status = json.load(response)["status"]
+        status = httpx.get(f"{self.webadmin_url}/healthcheck", timeout=10).raise_for_status().json()["status"]
         return f"smtp://{s.host}:{s.ports.smtp}, webadmin {self.webadmin_url} (health {status})"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import urllib.request
 from pathlib import Path
 
 import yaml
@@ -55,10 +53,11 @@ class OpenSearch(Service):
         processes.spawn(argv, pid_file=self.pid_file, log_file=self.log_file, cwd=self.home)
 
     def probe(self) -> str:
+        import httpx  # imported late: `status` works without a venv
+
         url = (f"http://{self.settings.host}:{self.settings.ports.opensearch}"
                "/_cluster/health?wait_for_status=yellow&timeout=2s")
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            body = json.load(resp)
+        body = httpx.get(url, timeout=5).raise_for_status().json()
         if body.get("status") not in ("green", "yellow"):
             raise RuntimeError(f"cluster status {body.get('status')}")
         return f"http://{self.settings.host}:{self.settings.ports.opensearch} cluster {body['status']}"

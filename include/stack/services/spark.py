@@ -11,8 +11,6 @@ The master's web UI answers the readiness probe (``/json/``: status and live wor
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
 
 from .. import processes
@@ -106,8 +104,9 @@ class SparkStandalone(Service):
                             log_file=self.home / "logs" / f"worker-{n}.log", env=env, cwd=self.home)
 
     def probe(self) -> str:
-        with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=3) as response:
-            state = json.load(response)
+        import httpx  # imported late: `status` works without a venv
+
+        state = httpx.get(f"{self.ui_url}/json/", timeout=3).raise_for_status().json()
         alive = int(state.get("aliveworkers", 0))
         if state.get("status") != "ALIVE" or alive < WORKERS:
             raise ServiceError(f"master {state.get('status')}, {alive} of {WORKERS} workers registered")
