@@ -1,7 +1,8 @@
 """Start detached processes, remember them by pid file, measure and stop them.
 
 A pid file alone is not proof of ownership (pids are reused), so a process only counts as
-ours when its command line also mentions the stack directory.
+ours when its command line also mentions the stack directory. Processes are read through psutil,
+imported where it is used so that `status` works without a venv.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def spawn(
         )
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.write_text(f"{proc.pid}\n")
-    # Until exec completes /proc shows the forking Python's command line; wait for the real one
+    # Until exec completes the process shows the forking Python's command line; wait for the real one
     # so that an ownership check right after spawn does not mistake the child for a stranger.
     program = os.path.basename(argv[0])
     deadline = time.monotonic() + 5
@@ -57,58 +58,52 @@ def read_pid(pid_file: Path) -> int | None:
 
 
 def cmdline(pid: int) -> str:
+    import psutil
+
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
         return ""
 
 
 def is_alive(pid: int | None) -> bool:
+    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
+    import psutil
+
     if pid is None:
         return False
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return state != "Z"
 
 
 def owned_pid(pid_file: Path, marker: str) -> int | None:
     """The pid in ``pid_file`` if that process is alive and its command line has ``marker``."""
     pid = read_pid(pid_file)
-    if is_alive(pid) and marker in cmdline(pid):  # type: ignore[arg-type]
+    if pid is not None and is_alive(pid) and marker in cmdline(pid):
         return pid
     return None
 
 
 def children(pid: int) -> list[int]:
     """All descendants of ``pid`` (uvicorn workers, executor processes, ...)."""
-    by_parent: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        by_parent.setdefault(ppid, []).append(int(entry.name))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in by_parent.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    import psutil
+
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def rss_bytes(pid: int, include_children: bool = True) -> int:
+    import psutil
+
     total = 0
     for p in [pid, *(children(pid) if include_children else [])]:
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
+            total += psutil.Process(p).memory_info().rss
+        except psutil.Error:
             continue
     return total
 

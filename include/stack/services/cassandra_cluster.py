@@ -47,14 +47,11 @@ def size_bytes(size: str) -> int:
     return int(size[:-1]) * units[suffix] if suffix in units else int(size)
 
 
-def available_memory_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+def available_memory_bytes() -> int:
+    """Memory the machine can give without swapping (the kernel's MemAvailable)."""
+    import psutil  # imported late: `status` works without a venv
+
+    return int(psutil.virtual_memory().available)
 
 
 class ClusterNode(Cassandra):
@@ -163,7 +160,7 @@ class CassandraCluster(Service):
         """Refuse to start nodes the machine cannot hold: the kernel would kill some JVM, maybe another's."""
         needed = nodes * (size_bytes(self.settings.heaps.cassandra_cluster_node) + NODE_OVERHEAD_BYTES)
         available = available_memory_bytes()
-        if available is not None and available < needed:
+        if available < needed:
             raise ServiceError(
                 f"{self.name}: {nodes} node(s) need about {processes.human_bytes(needed)} and "
                 f"{processes.human_bytes(available)} is available; free memory or lower "
