@@ -452,7 +452,7 @@ class IsOverQuota(Matcher):
         return over
 
 
-MATCHERS: dict[str, type[Matcher]] = {cls.name: cls for cls in (
+BUILTIN_MATCHERS: dict[str, type[Matcher]] = {cls.name: cls for cls in (
     All, RecipientIsLocal, HostIsLocal, SenderIsLocal, SenderIsNull, RecipientIs, SenderIs, SMTPAuthSuccessful,
     SMTPIsAuthNetwork, SentByMailet, SentByJmap, RemoteAddrInNetwork, RemoteAddrNotInNetwork, RelayLimit,
     HasMailAttribute, HasMailAttributeWithValue, HasHeader, SizeGreaterThan, IsRemoteDeliveryPermanentError,

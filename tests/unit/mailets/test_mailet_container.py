@@ -9,8 +9,7 @@ import pytest
 
 from mailserver.mailets.api import Mailet, Matcher
 from mailserver.mailets.container import ProcessingLoopError
-from mailserver.mailets.matchers import MATCHERS
-from mailserver.mailets.registry import MAILETS
+from mailserver.mailets.registry import MAILETS, MATCHERS
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import GHOST, MAILET_ERROR, Mail
 from tests.unit.mailets.support import Env, container_of, make_mail
