@@ -18,6 +18,14 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from tenacity import (
+    RetryCallState,
+    retry,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_incrementing,
+)
 
 from mailserver.airflow.api import (
     REPORT_TASK,
@@ -34,6 +42,12 @@ from mailserver.airflow.settings import AirflowSettings
 
 REFRESH_MARGIN = 60.0   # seconds before ``exp`` a token is replaced
 RETRIES, RETRY_PAUSE = 3, 1.0
+
+
+def _last_outcome(state: RetryCallState) -> Any:
+    """The last attempt's response, or its error raised again."""
+    assert state.outcome is not None   # tenacity calls this after an attempt
+    return state.outcome.result()
 
 
 def token_expiry(token: str) -> float | None:
@@ -54,6 +68,11 @@ class HttpDagRuns(DagRuns):
         self._lock = threading.Lock()
         self._token: str | None = None
         self._expires: float | None = None
+        # The last attempt's answer or error is the call's, whatever it is.
+        self._authorized_with_retries = retry(
+            retry=retry_if_exception_type(httpx.HTTPError) | retry_if_result(lambda r: r.status_code >= 500),
+            stop=stop_after_attempt(RETRIES), wait=wait_incrementing(start=RETRY_PAUSE, increment=RETRY_PAUSE),
+            retry_error_callback=_last_outcome)(self._authorized)
 
     def close(self) -> None:
         self._client.close()
@@ -84,16 +103,10 @@ class HttpDagRuns(DagRuns):
         Every call of this adapter is idempotent (the trigger names its run), so a timeout or a
         5xx (the api-server's database busy with the scheduler's locks) is simply tried again.
         """
-        for attempt in range(1, RETRIES + 1):
-            try:
-                response = self._authorized(method, path, **kwargs)
-            except httpx.HTTPError as exc:
-                if attempt == RETRIES:
-                    raise AirflowError(f"Airflow at {self.base_url} is unreachable: {exc}") from exc
-            else:
-                if response.status_code < 500 or attempt == RETRIES:
-                    break
-            time.sleep(RETRY_PAUSE * attempt)
+        try:
+            response = self._authorized_with_retries(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise AirflowError(f"Airflow at {self.base_url} is unreachable: {exc}") from exc
         if response.status_code in (401, 403):
             raise AirflowError(f"Airflow refused {method} {path} ({response.status_code}: {_detail(response)})")
         if response.status_code >= 500:

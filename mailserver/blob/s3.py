@@ -35,6 +35,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.handlers import add_expect_header
+from tenacity import retry, retry_if_exception, stop_after_attempt
 
 from mailserver.settings import S3Settings
 
@@ -263,16 +264,18 @@ class S3BlobStore(BlobStore):
     def _delete_bucket(self, bucket: BucketName) -> None:
         name = self.resolve(bucket)
         with _translated(f"deleting bucket {name}"):
-            for attempt in range(3):
-                try:
-                    self._empty(name)
-                    self._s3.delete_bucket(Bucket=name)
-                    return
-                except ClientError as exc:
-                    if _code(exc) == "NoSuchBucket":
-                        return
-                    if _code(exc) != "BucketNotEmpty" or attempt == 2:  # not empty: a concurrent save
-                        raise
+            try:
+                self._empty_and_delete(name)
+            except ClientError as exc:
+                if _code(exc) != "NoSuchBucket":
+                    raise
+
+    # Not empty: a concurrent save landed after the listing; empty it again.
+    @retry(retry=retry_if_exception(lambda exc: isinstance(exc, ClientError) and _code(exc) == "BucketNotEmpty"),
+           stop=stop_after_attempt(3), reraise=True)
+    def _empty_and_delete(self, name: str) -> None:
+        self._empty(name)
+        self._s3.delete_bucket(Bucket=name)
 
     def _empty(self, name: str) -> None:
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=name):

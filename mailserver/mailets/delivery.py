@@ -23,9 +23,9 @@ it (the spool item came again after a crash) is not stored twice; such skips are
 
 from __future__ import annotations
 
-import random
-import time
 from typing import TYPE_CHECKING
+
+from tenacity import retry, retry_if_not_exception_type, stop_after_attempt, wait_exponential, wait_random_exponential
 
 from mailserver.mailbox.content import MalformedMessage
 from mailserver.mailbox.errors import MailboxExists, MailboxNotFound, OverQuota
@@ -68,6 +68,12 @@ class LocalDelivery(Mailet):
         # chain without that step can let LocalDelivery do it.
         self.resolve = params.boolean("resolveRecipients", False)
         self.rrt_error = params.get("errorProcessor", RRT_ERROR) or RRT_ERROR
+        # A storage failure is tried again after 0.1-0.2 s, doubling up to 0.5-1 s: half fixed, half
+        # random, so the deliveries that failed together do not come back together.
+        self._deliver_with_retries = retry(
+            retry=retry_if_not_exception_type(_PERMANENT), stop=stop_after_attempt(self.retries + 1),
+            wait=wait_exponential(multiplier=0.1, max=0.5) + wait_random_exponential(multiplier=0.1, max=0.5),
+            reraise=True)(self._deliver)
 
     def referenced_processors(self) -> list[str]:
         names = [] if self.on_failure.lower() in ("ignore", "propagate") else [self.on_failure]
@@ -94,20 +100,6 @@ class LocalDelivery(Mailet):
             self._handle_failures(mail, failed)
         if self.consume:
             mail.state = GHOST
-
-    def _deliver_with_retries(self, mail: Mail, recipient: MailAddress, header: bytes, body: bytes) -> None:
-        attempt = 0
-        while True:
-            try:
-                self._deliver(mail, recipient, header, body)
-                return
-            except _PERMANENT:
-                raise
-            except Exception:
-                attempt += 1
-                if attempt > self.retries:
-                    raise
-                time.sleep(min(1.0, 0.2 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2))  # noqa: S311
 
     def _deliver(self, mail: Mail, recipient: MailAddress, header: bytes, body: bytes) -> None:
         if not self.context.is_local_user(recipient):

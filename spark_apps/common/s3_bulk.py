@@ -13,6 +13,8 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tenacity import retry, retry_if_exception, stop_after_attempt
+
 from spark_apps.common.throttle import RateLimiter
 
 MAX_KEYS = 1000   # S3's limit for one DeleteObjects request
@@ -50,7 +52,7 @@ def key_chunks(keys: Sequence[str], size: int = MAX_KEYS) -> Iterator[Sequence[s
         yield keys[start:start + size]
 
 
-def _code(exc: Exception) -> str:
+def _code(exc: BaseException) -> str:
     return getattr(exc, "response", {}).get("Error", {}).get("Code", "")
 
 
@@ -81,20 +83,24 @@ def drop_bucket(client: Any, bucket: str, limiter: RateLimiter | None = None) ->
     from botocore.exceptions import ClientError
 
     left = 0
-    for attempt in range(3):
-        try:
-            for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-                keys = [obj["Key"] for obj in page.get("Contents", [])]
-                if keys:
-                    if limiter is not None:
-                        limiter.acquire(len(keys))
-                    delete_keys(client, bucket, keys)
-                    left += len(keys)
-            client.delete_bucket(Bucket=bucket)
-            return left
-        except ClientError as exc:
-            if _code(exc) == "NoSuchBucket":
-                return left
-            if _code(exc) != "BucketNotEmpty" or attempt == 2:   # written to meanwhile: list again
-                raise
+
+    # Not empty: written to after the listing; list it again.
+    @retry(retry=retry_if_exception(lambda exc: _code(exc) == "BucketNotEmpty"), stop=stop_after_attempt(3),
+           reraise=True)
+    def empty_and_delete() -> None:
+        nonlocal left
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            keys = [obj["Key"] for obj in page.get("Contents", [])]
+            if keys:
+                if limiter is not None:
+                    limiter.acquire(len(keys))
+                delete_keys(client, bucket, keys)
+                left += len(keys)
+        client.delete_bucket(Bucket=bucket)
+
+    try:
+        empty_and_delete()
+    except ClientError as exc:
+        if _code(exc) != "NoSuchBucket":
+            raise
     return left

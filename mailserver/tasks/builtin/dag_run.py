@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tenacity import RetryCallState, retry, retry_if_exception_type, retry_if_not_exception_type, wait_fixed
+
 from mailserver.airflow.api import (
     AirflowError,
     DagNotFound,
@@ -128,16 +130,21 @@ class DagRunTask(Task):
         Answers that are final (no such DAG or run, a refused conf) are not retried.
         """
         deadline = self._clock() + self.polling.unreachable_timeout
-        while True:
-            try:
-                return call()
-            except (DagNotFound, DagRunNotFound, DagRunRefused):
-                raise
-            except AirflowError as exc:
-                if self._clock() >= deadline or self.cancel_requested:
-                    raise
-                log.warning("task %s: Airflow did not answer (%s); retrying", self.type, exc)
-                self._cancel_flag.wait(self.polling.interval)
+
+        def given_up(_: RetryCallState) -> bool:
+            return self._clock() >= deadline or self.cancel_requested
+
+        def pause(seconds: float) -> None:   # a cancel ends the wait
+            self._cancel_flag.wait(seconds)
+
+        def warn(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            log.warning("task %s: Airflow did not answer (%s); retrying", self.type, error)
+
+        return retry(retry=retry_if_exception_type(AirflowError)
+                     & retry_if_not_exception_type((DagNotFound, DagRunNotFound, DagRunRefused)),
+                     stop=given_up, wait=wait_fixed(self.polling.interval), sleep=pause,
+                     before_sleep=warn, reraise=True)(call)()
 
     def _cancel(self) -> Result:
         try:

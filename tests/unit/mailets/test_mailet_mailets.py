@@ -181,7 +181,7 @@ def test_local_delivery_retries_storage_errors(env: Env, monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(env.mailbox.manager, "append", flaky)
-    monkeypatch.setattr("mailserver.mailets.delivery.time.sleep", lambda s: None)
+    monkeypatch.setattr("time.sleep", lambda s: None)   # tenacity waits with time.sleep
     mailet(LocalDelivery, env, retries=1).service(make_mail("alice@example.com"))
     # failed, retried (INBOX missing), then appended once the INBOX was created
     assert len(calls) == 3 and len(env.inbox("alice@example.com")) == 1 and env.drain() == []

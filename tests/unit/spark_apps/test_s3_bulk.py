@@ -15,6 +15,7 @@ from spark_apps.common.s3_bulk import (
     BulkDeleteError,
     content_md5_instead_of_checksum,
     delete_keys,
+    drop_bucket,
     key_chunks,
 )
 
@@ -32,6 +33,49 @@ class FakeS3:
         assert Delete["Quiet"] is True
         self.requests.append((Bucket, [o["Key"] for o in Delete["Objects"]]))
         return {"Errors": self.errors} if self.errors else {}
+
+
+class BusyBucket(FakeS3):
+    """One bucket into which a write lands before each of the first ``writes`` DeleteBucket requests."""
+
+    def __init__(self, keys: list[str], writes: int) -> None:
+        super().__init__()
+        self.keys, self.writes, self.delete_bucket_calls = list(keys), writes, 0
+
+    def get_paginator(self, operation: str) -> Any:
+        bucket = self
+
+        class Pages:
+            def paginate(self, Bucket: str) -> list[dict[str, Any]]:
+                return [{"Contents": [{"Key": key} for key in bucket.keys]}]
+
+        return Pages()
+
+    def delete_objects(self, Bucket: str, Delete: dict[str, Any]) -> dict[str, Any]:
+        gone = {o["Key"] for o in Delete["Objects"]}
+        self.keys = [key for key in self.keys if key not in gone]
+        return super().delete_objects(Bucket, Delete)
+
+    def delete_bucket(self, Bucket: str) -> None:
+        self.delete_bucket_calls += 1
+        if self.writes:
+            self.writes -= 1
+            self.keys.append(f"written-meanwhile-{self.writes}")
+        if self.keys:
+            raise ClientError({"Error": {"Code": "BucketNotEmpty", "Message": "not empty"}}, "DeleteBucket")
+
+
+def test_a_bucket_written_to_meanwhile_is_listed_again_then_dropped():
+    bucket = BusyBucket(["a", "b"], writes=2)
+    assert drop_bucket(bucket, "b") == 4   # the two keys, then each write that landed meanwhile
+    assert bucket.delete_bucket_calls == 3 and bucket.keys == []
+
+
+def test_a_bucket_still_written_to_after_three_attempts_raises():
+    bucket = BusyBucket(["a"], writes=3)
+    with pytest.raises(ClientError, match="BucketNotEmpty"):
+        drop_bucket(bucket, "b")
+    assert bucket.delete_bucket_calls == 3
 
 
 def test_keys_go_at_most_a_thousand_a_request_in_order():
