@@ -10,11 +10,13 @@ from typing import Any
 from airflow.sdk import DAG, Param, chain, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from mailplatform.dag_defaults import dag_arguments
+from mailplatform.health_gate import gated_start
+from mailplatform.job_report import check_report
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.param_checks import ParamError, check_params_task, form_params
-from mailplatform.procedures import CASSANDRA_POOL, COMMON_PARAMS, check_report, common_args
+from mailplatform.param_checks import ParamError, form_params
+from mailplatform.procedure_dag import CASSANDRA_POOL
+from mailplatform.procedures import COMMON_PARAMS, common_args
 from mailplatform.schema_migration import DENORMALIZATION_JOB, DENORMALIZED_VERSION, MODES
-from mailplatform.sensors.health import WebAdminHealthSensor
 from mailplatform.timetables import BackfillOnlyTimetable
 
 from mailserver.cassandra.versions import LATEST, MIN_VERSION
@@ -160,9 +162,9 @@ with DAG(
     params=PARAMS,
     **dag_arguments(),
 ) as dag:
-    checked = check_params_task([*FORM_RULES, slice_in_order])
-    gate = WebAdminHealthSensor(task_id="backends_healthy", components=["Cassandra backend"],
-                                deferrable=True, poke_interval=30, timeout=30 * 60)
+    # Not procedure_dag's shape: a plan, then one Spark run per scope (a month's slice, every date) and
+    # the version bumps, each with its own run key and report; the summary is the run's verdict.
+    healthy = gated_start([*FORM_RULES, slice_in_order], components=["Cassandra backend"])
 
     @task
     def plan(**context: Any) -> dict[str, Any]:
@@ -277,7 +279,7 @@ with DAG(
 
     transitions = [to_denormalized(), *(small_transition(v) for v in SMALL_TRANSITIONS)]
     done = summary()
-    checked >> gate >> planned
+    healthy >> planned
     planned >> slice_needed() >> migrate_slice >> slice_report() >> done
     planned >> denormalization_needed() >> denormalize_all >> transitions[0]
     chain(*transitions)

@@ -10,11 +10,12 @@ from typing import Any
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, Param, task
 from mailplatform.dag_defaults import dag_arguments
+from mailplatform.health_gate import CASSANDRA_COMPONENTS, gated_start
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.param_checks import ParamError, check_params_task, form_params, requires
-from mailplatform.procedures import CASSANDRA_COMPONENTS, CASSANDRA_POOL, run_identity_args, run_key
+from mailplatform.param_checks import ParamError, form_params, requires
+from mailplatform.procedure_dag import CASSANDRA_POOL
+from mailplatform.run_identity import run_identity_args, run_key
 from mailplatform.scheduling import configured_schedule
-from mailplatform.sensors.health import WebAdminHealthSensor
 
 DAG_ID = "detect_cassandra_inconsistencies"
 JOB = "detect-cassandra-inconsistencies"
@@ -131,11 +132,10 @@ with DAG(
     params=PARAMS,
     **dag_arguments(retry_delay=timedelta(minutes=2)),
 ) as dag:
-    checked = check_params_task([*FORM_RULES, requires("trigger_repairs", "unattended_repairs",
-                                                       what=" (which types may be repaired)"),
-                                 allowed_are_scanned])
-    gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS),
-                                deferrable=True, poke_interval=30, timeout=30 * 60)
+    # No report leaf: the scan's findings are the next step's input (summarize), not a run's verdict.
+    healthy = gated_start([*FORM_RULES, requires("trigger_repairs", "unattended_repairs",
+                                                 what=" (which types may be repaired)"),
+                           allowed_are_scanned], components=CASSANDRA_COMPONENTS)
 
     def scan_args(context: Mapping[str, Any]) -> list[str]:
         args = run_identity_args(context)
@@ -171,4 +171,4 @@ with DAG(
     TriggerDagRunOperator.partial(
         task_id="trigger_repair", wait_for_completion=False, skip_when_already_exists=True,
     ).expand_kwargs(repairs)
-    checked >> gate >> scan >> repairs
+    healthy >> scan >> repairs

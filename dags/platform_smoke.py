@@ -8,7 +8,7 @@ from airflow.sdk import DAG, Param, task
 from mailplatform.dag_defaults import dag_arguments
 from mailplatform.operators.spark_job import SparkJobOperator
 from mailplatform.param_checks import check_params_task, form_params
-from mailplatform.procedures import CASSANDRA_POOL
+from mailplatform.procedure_dag import CASSANDRA_POOL
 
 from mailserver.cassandra.config import DEFAULT_KEYSPACE
 

@@ -8,13 +8,13 @@ from typing import Any
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from mailplatform.dag_defaults import dag_arguments
-from mailplatform.param_checks import check_params_task, form_params
-from mailplatform.procedures import CASSANDRA_POOL, run_key
+from mailplatform.health_gate import RABBITMQ_CONN_ID, gated_start
+from mailplatform.param_checks import form_params
+from mailplatform.procedure_dag import CASSANDRA_POOL
+from mailplatform.run_identity import run_key
 from mailplatform.sensors.health import WebAdminHealthSensor
-from mailplatform.sensors.rabbitmq_health import RabbitMQHealthSensor
 
 DAG_ID = "reconcile_event_bus_groups"
-RABBITMQ_CONN_ID = "rabbitmq_management"
 BACKENDS = ["Cassandra backend", "RabbitMQ backend"]
 GROUPS_CHECK = "RabbitMQEventBusGroups"   # mailserver/events/registered_groups.py
 
@@ -94,11 +94,9 @@ with DAG(
     **dag_arguments(retry_delay=timedelta(minutes=1)),
     params=PARAMS,
 ) as dag:
-    checked = check_params_task([*FORM_RULES])
-    gate = WebAdminHealthSensor(task_id="backends_healthy", components=BACKENDS, deferrable=True,
-                                poke_interval=30, timeout=30 * 60)
-    broker = RabbitMQHealthSensor(task_id="broker_healthy", rabbitmq_conn_id=RABBITMQ_CONN_ID, poke_interval=30,
-                                  timeout=30 * 60)
+    # Not procedure_dag's shape: no Spark job. The broker's API does the work in Airflow tasks
+    # (detect, reconcile), and the report is written by this DAG, not read back from a job.
+    healthy_broker = gated_start(FORM_RULES, components=BACKENDS, broker=True)
 
     @task(pool=CASSANDRA_POOL)
     def detect(**context: Any) -> dict[str, Any]:
@@ -215,5 +213,5 @@ with DAG(
     healthy = WebAdminHealthSensor(task_id="groups_healthy", components=[*BACKENDS, GROUPS_CHECK],
                                    poke_interval=10, timeout=10 * 60)
 
-    checked >> gate >> broker >> detect() >> reconcile() >> report() >> nothing_left_on_purpose() >> healthy
+    healthy_broker >> detect() >> reconcile() >> report() >> nothing_left_on_purpose() >> healthy
 

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowFailException
-from mailplatform.dag_defaults import dag_arguments
+from airflow.sdk import Param, task
+from mailplatform.health_gate import RABBITMQ_CONN_ID
 from mailplatform.live import dead_letters_exist
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.param_checks import check_params_task, form_params, from_value_error, requires
-from mailplatform.procedures import CASSANDRA_POOL, check_report, run_identity_args, run_key
+from mailplatform.param_checks import from_value_error, requires
+from mailplatform.procedure_dag import SparkProcedure, procedure_dag
+from mailplatform.run_identity import run_identity_args
 from mailplatform.sensors.dead_letters import EventDeadLettersClearedSensor
-from mailplatform.sensors.health import WebAdminHealthSensor
-from mailplatform.sensors.rabbitmq_health import RabbitMQHealthSensor
 
 DAG_ID = "redeliver_event_dead_letters"
 JOB = "redeliver_event_dead_letters"
-RABBITMQ_CONN_ID = "rabbitmq_management"
-# The dead-letter check itself is degraded by definition before this runs: gate on the backends only.
 BACKENDS = ["Cassandra backend", "RabbitMQ backend"]
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
@@ -112,64 +107,25 @@ class RedeliverySparkJob(SparkJobOperator):
         super().execute(context)
 
 
-PARAMS, FORM_RULES = form_params({
-    "dry_run": Param(False, type="boolean",
-                     description="Count the dead letters per group and stop: nothing is published or deleted"),
-    "scope": Param("all", type="string", enum=["all", "group", "event"],
-                   description="all: every group; group: one listener group; event: one dead letter"),
-    "group": Param(None, type=["null", "string"],
-                   description="The listener group (scope group or event), e.g. "
-                               "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater"
-                               "$ListeningCurrentQuotaUpdaterGroup"),
-    "insertion_id": Param(None, type=["null", "string"], pattern=UUID_PATTERN,
-                          description="The dead letter's insertion id (scope event)"),
-    "events_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
-                               description="Events redelivered per second for the whole job; empty for no limit"),
-    "slices": Param(8, type="integer", minimum=1, maximum=4096,
-                    description="Checkpointed units of work: a retried run skips the slices already done"),
-})
+def report_type(params: Mapping[str, Any]) -> str:
+    """James's task type of the scope: the report's name."""
+    from spark_apps.jobs.redeliver_event_dead_letters import task_type
 
-with DAG(
-    dag_id=DAG_ID,
-    description="Event dead letters: redeliver all, one group or one event to the listeners (James's tasks)",
-    doc_md=DOC,
-    schedule=None,
-    tags=["maintenance", "event-bus", "rabbitmq", "cassandra", "dead-letters"],
-    **dag_arguments(),
-    params=PARAMS,
-) as dag:
-    checked = check_params_task([*FORM_RULES, requires("scope", "group", lambda scope: scope in ("group", "event")),
-                                 requires("scope", "insertion_id", lambda scope: scope == "event"),
-                                 from_value_error(validate_params)], (dead_letters_exist(),))
+    return task_type(params["scope"])
 
-    gate = WebAdminHealthSensor(task_id="backends_healthy", components=BACKENDS, deferrable=True,
-                                poke_interval=30, timeout=30 * 60)
-    broker = RabbitMQHealthSensor(task_id="broker_healthy", rabbitmq_conn_id=RABBITMQ_CONN_ID, poke_interval=30,
-                                  timeout=30 * 60)
 
-    def spark_args(context: Mapping[str, Any]) -> list[str]:
-        return [*run_identity_args(context), *job_args(context["params"])]
+def per_group(report: Mapping[str, Any]) -> list[str]:
+    return [f"{group}: found {counts['found']}, redelivered {counts['redelivered']}, failed {counts['failed']}"
+            + (f" (first ids: {counts['failedInsertionIds'][:5]})" if counts["failed"] else "")
+            for group, counts in sorted(report.get("groups", {}).items())]
 
-    spark = RedeliverySparkJob(task_id="detect_redeliver_verify", job=JOB, args_from_context=spark_args,
-                               pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
-    @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
-    def report(**context: Any) -> dict[str, Any]:
-        from mailplatform.hooks.reports import MaintenanceReportHook
-        from mailplatform.job_outcome import fail_when_job_never_ran
+def spark_args(context: Mapping[str, Any]) -> list[str]:
+    return [*run_identity_args(context), *job_args(context["params"])]
 
-        from spark_apps.jobs.redeliver_event_dead_letters import task_type
 
-        fail_when_job_never_ran(context, "detect_redeliver_verify")
-        try:
-            content = MaintenanceReportHook().read(task_type(context["params"]["scope"]), run_key(context))
-        except Exception as exc:   # waiting or retrying cannot produce it: fail at once
-            raise AirflowFailException(f"no report for this run ({exc}): the Spark job failed before the end "
-                                       "or did not run, see the detect_redeliver_verify log") from exc
-        for group, counts in sorted(content.get("groups", {}).items()):
-            print(f"{group}: found {counts['found']}, redelivered {counts['redelivered']}, failed {counts['failed']}"
-                  + (f" (first ids: {counts['failedInsertionIds'][:5]})" if counts["failed"] else ""))
-        return check_report(content)
+def verified() -> list[Any]:
+    """After the report: the scope is empty (skipped in a dry run, which changed nothing)."""
 
     @task.short_circuit
     def redelivered(**context: Any) -> bool:
@@ -179,5 +135,43 @@ with DAG(
     cleared = EventDeadLettersClearedSensor(
         task_id="dead_letters_cleared", scope="{{ params.scope }}", group="{{ params.group or '' }}",
         insertion_id="{{ params.insertion_id or '' }}", poke_interval=15, timeout=10 * 60)
+    return [redelivered(), cleared]
 
-    checked >> gate >> broker >> spark >> report() >> redelivered() >> cleared
+
+dag = procedure_dag(SparkProcedure(
+    dag_id=DAG_ID,
+    description="Event dead letters: redeliver all, one group or one event to the listeners (James's tasks)",
+    doc_md=DOC,
+    tags=("maintenance", "event-bus", "rabbitmq", "cassandra", "dead-letters"),
+    params={
+        "dry_run": Param(False, type="boolean",
+                         description="Count the dead letters per group and stop: nothing is published or deleted"),
+        "scope": Param("all", type="string", enum=["all", "group", "event"],
+                       description="all: every group; group: one listener group; event: one dead letter"),
+        "group": Param(None, type=["null", "string"],
+                       description="The listener group (scope group or event), e.g. "
+                                   "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater"
+                                   "$ListeningCurrentQuotaUpdaterGroup"),
+        "insertion_id": Param(None, type=["null", "string"], pattern=UUID_PATTERN,
+                              description="The dead letter's insertion id (scope event)"),
+        "events_per_second": Param(None, type=["null", "number"], exclusiveMinimum=0,
+                                   description="Events redelivered per second for the whole job; empty for no limit"),
+        "slices": Param(8, type="integer", minimum=1, maximum=4096,
+                        description="Checkpointed units of work: a retried run skips the slices already done"),
+    },
+    checks=(requires("scope", "group", lambda scope: scope in ("group", "event")),
+            requires("scope", "insertion_id", lambda scope: scope == "event"),
+            from_value_error(validate_params)),
+    live_checks=(dead_letters_exist(),),
+    # The dead-letter check itself is degraded by definition before this runs: gate on the backends only.
+    components=BACKENDS,
+    broker=True,
+    operator=RedeliverySparkJob,
+    job=JOB,
+    job_task_id="detect_redeliver_verify",
+    job_args=spark_args,
+    report_type=report_type,
+    report_lines=per_group,
+    retry_unreadable_report=False,   # waiting or retrying cannot produce it: fail at once
+    after=verified,
+))

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowException
-from mailplatform.dag_defaults import dag_arguments
+from airflow.sdk import Param
 from mailplatform.live import user_exists
 from mailplatform.mail_queues import MailQueueSparkJob
-from mailplatform.param_checks import ParamError, check_params_task, form_params, from_value_error
-from mailplatform.procedures import (
-    CASSANDRA_COMPONENTS,
-    CASSANDRA_POOL,
-    COMMON_PARAMS,
-    check_report,
-    common_args,
-    run_key,
-)
-from mailplatform.sensors.health import WebAdminHealthSensor
+from mailplatform.param_checks import ParamError, from_value_error
+from mailplatform.procedure_dag import SparkProcedure, procedure_dag
+from mailplatform.procedures import COMMON_PARAMS, common_args
 
 DAG_ID = "restore_deleted_messages"
 JOB = "restore_deleted_messages"
@@ -97,60 +87,46 @@ def job_args(params: Mapping[str, Any]) -> list[str]:
     return args
 
 
-PARAMS, FORM_RULES = form_params({
-    **COMMON_PARAMS,
-    "user": Param(None, type=["null", "string"], pattern=r"^[^\s/@]+(@[^\s/@]+)?$",
-                  description="The user whose deleted messages are restored"),
-    "query": Param(None, type=["null", "object"],
-                   description="James's vault query, the WebAdmin restore route's JSON body "
-                               '(e.g. {"combinator": "and", "criteria": [{"fieldName": "subject", '
-                               '"operator": "contains", "value": "invoice"}]})'),
-    "restore_location": Param(None, type=["null", "string"], minLength=1,
-                              description="Restore mailbox (the server's MAILSERVER_VAULT_RESTORE_LOCATION; "
-                                          "empty: Restored-Messages)"),
-    "bucket_prefix": Param("", type="string", pattern=r"^[a-z0-9.-]*$",
-                           description="The server's S3_BUCKET_PREFIX (empty when it has none)"),
-    "blob_bucket": Param(None, type=["null", "string"], pattern=BUCKET_PATTERN,
-                         description="The server's mail bucket, S3_DEFAULT_BUCKET (empty: the default)"),
-})
+def spark_args(context: Mapping[str, Any]) -> list[str]:
+    return [*common_args(context), *job_args(context["params"])]
 
-with DAG(
+
+def restored(report: Mapping[str, Any]) -> list[str]:
+    return [f"{report.get('username')}: {report.get('matchingEntries', 0)} matching, "
+            f"{report.get('successfulRestoreCount', 0)} restored, {report.get('errorRestoreCount', 0)} failed, "
+            f"{report.get('skippedAlreadyRestored', 0) + report.get('alreadyRestoredEntries', 0)} already "
+            f"restored, {report.get('skippedContentNotFound', 0)} without content"]
+
+
+dag = procedure_dag(SparkProcedure(
     dag_id=DAG_ID,
     description="Deleted messages vault: restore a user's messages matching a query (James's restore task)",
     doc_md=DOC,
-    schedule=None,
-    tags=["maintenance", "cassandra", "vault", "s3", "restore"],
-    **dag_arguments(),
-    params=PARAMS,
-) as dag:
-    checked = check_params_task([*FORM_RULES, from_value_error(validate_params)], (user_exists("user"),))
-
-    gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS), deferrable=True,
-                                poke_interval=30, timeout=30 * 60)
-
-    def spark_args(context: Mapping[str, Any]) -> list[str]:
-        return [*common_args(context), *job_args(context["params"])]
-
+    tags=("maintenance", "cassandra", "vault", "s3", "restore"),
+    params={
+        **COMMON_PARAMS,
+        "user": Param(None, type=["null", "string"], pattern=r"^[^\s/@]+(@[^\s/@]+)?$",
+                      description="The user whose deleted messages are restored"),
+        "query": Param(None, type=["null", "object"],
+                       description="James's vault query, the WebAdmin restore route's JSON body "
+                                   '(e.g. {"combinator": "and", "criteria": [{"fieldName": "subject", '
+                                   '"operator": "contains", "value": "invoice"}]})'),
+        "restore_location": Param(None, type=["null", "string"], minLength=1,
+                                  description="Restore mailbox (the server's MAILSERVER_VAULT_RESTORE_LOCATION; "
+                                              "empty: Restored-Messages)"),
+        "bucket_prefix": Param("", type="string", pattern=r"^[a-z0-9.-]*$",
+                               description="The server's S3_BUCKET_PREFIX (empty when it has none)"),
+        "blob_bucket": Param(None, type=["null", "string"], pattern=BUCKET_PATTERN,
+                             description="The server's mail bucket, S3_DEFAULT_BUCKET (empty: the default)"),
+    },
+    checks=(from_value_error(validate_params),),
+    live_checks=(user_exists("user"),),
     # The operator of the mail-queue DAGs: the whole server package with the job (the executors append
     # through its mailbox manager) and the broker of its events (AMQP_URL, from the connection).
-    spark = MailQueueSparkJob(task_id="restore", job=JOB, args_from_context=spark_args, pool=CASSANDRA_POOL,
-                              retry_delay=timedelta(seconds=30))
-
-    @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
-    def report(**context: Any) -> dict[str, Any]:
-        from mailplatform.hooks.reports import MaintenanceReportHook
-        from mailplatform.job_outcome import fail_when_job_never_ran
-
-        fail_when_job_never_ran(context, "restore")
-        try:
-            content = MaintenanceReportHook().read(TASK_TYPE, run_key(context))
-        except Exception as exc:
-            raise AirflowException(f"no report for this run ({exc}): the Spark job failed before the end, "
-                                   "see the restore log") from exc
-        print(f"{content.get('username')}: {content.get('matchingEntries', 0)} matching, "
-              f"{content.get('successfulRestoreCount', 0)} restored, {content.get('errorRestoreCount', 0)} failed, "
-              f"{content.get('skippedAlreadyRestored', 0) + content.get('alreadyRestoredEntries', 0)} already "
-              f"restored, {content.get('skippedContentNotFound', 0)} without content")
-        return check_report(content)
-
-    checked >> gate >> spark >> report()
+    operator=MailQueueSparkJob,
+    job=JOB,
+    job_task_id="restore",
+    job_args=spark_args,
+    report_type=TASK_TYPE,
+    report_lines=restored,
+))

@@ -7,10 +7,11 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, task
 from mailplatform.dag_defaults import dag_arguments
+from mailplatform.health_gate import CASSANDRA_COMPONENTS, gated_start
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.param_checks import check_params_task, form_params
-from mailplatform.procedures import CASSANDRA_COMPONENTS, CASSANDRA_POOL, run_identity_args
-from mailplatform.sensors.health import WebAdminHealthSensor
+from mailplatform.param_checks import form_params
+from mailplatform.procedure_dag import CASSANDRA_POOL
+from mailplatform.run_identity import run_identity_args
 
 ALIAS_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$"
 INDEX_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,200}$"
@@ -92,9 +93,9 @@ with DAG(
     **dag_arguments(retry_delay=timedelta(seconds=30)),
     params=PARAMS,
 ) as dag:
-    params_checked = check_params_task([*FORM_RULES])
-    gate = WebAdminHealthSensor(task_id="backends_healthy", components=list(CASSANDRA_COMPONENTS),
-                                deferrable=True, poke_interval=30, timeout=30 * 60)
+    # Not procedure_dag's shape: OpenSearch steps around an optional Spark rebuild (a branch), a rollback
+    # teardown instead of a report, and a DAG-wide retry delay of 30 s.
+    healthy = gated_start(FORM_RULES, components=CASSANDRA_COMPONENTS)
 
     def _cluster_not_red() -> bool:
         from mailplatform.search_index import client_from_connection
@@ -222,6 +223,6 @@ with DAG(
     switched = switch_reads(swap)
     dropped = drop_old_index(swap)
     undo = rollback()
-    params_checked >> gate >> opensearch_healthy() >> swap >> created >> branch >> [copied, rebuild]
+    healthy >> opensearch_healthy() >> swap >> created >> branch >> [copied, rebuild]
     [copied, rebuild] >> checked >> switched >> dropped >> undo.as_teardown(setups=created)
     undo >> search_healthy_after()

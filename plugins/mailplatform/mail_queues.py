@@ -1,7 +1,9 @@
-"""One anatomy for the mail-queue and mail-repository DAGs, and the Spark operator they share.
+"""The mail-queue and mail-repository DAGs: ``procedure_dag``'s shape, and the Spark operator they share.
 
     check_params -> backends_healthy -> broker_healthy -> [queue_drained] -> <spark job> -> report
         -> backends_healthy_after
+
+The shape is ``procedure_dag.py``'s, with the broker in the gate and a check after the report:
 
 * ``check_params`` refuses out-of-range and contradictory params (a move without repository, a
   hold without a duration, no filter at all without ``all_mails``) and names that do not exist (the
@@ -16,9 +18,8 @@
   the server's own queue and repository code. ``MailQueueSparkJob`` gives it the broker (``AMQP_URL``,
   ``RABBITMQ_MANAGEMENT_URL`` from the connection, as environment variables, never on the command
   line) and ships the whole ``mailserver`` package with the job (the executors run the server's code);
-* ``report`` (once the job ran, failed or not; skipped when it never ran) reads the job's JSON
-  report from S3, prints each step, returns the summary as XCom and fails the run unless it
-  COMPLETED (or was a dry run);
+* ``report`` (``job_report.py``) reads the job's JSON report from S3, prints each step, returns the
+  summary as XCom and fails the run unless it COMPLETED (or was a dry run);
 * ``backends_healthy_after``: the same health checks once the procedure is done.
 """
 
@@ -28,23 +29,20 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk import DAG, Param
 
-from mailplatform.dag_defaults import dag_arguments
+from mailplatform.health_gate import RABBITMQ_CONN_ID
 from mailplatform.operators.spark_job import SparkJobOperator
-from mailplatform.param_checks import Rule, check_params_task, form_params, from_value_error
-from mailplatform.procedures import CASSANDRA_POOL, check_report, run_identity_args, run_key
+from mailplatform.param_checks import Rule, from_value_error
+from mailplatform.procedure_dag import SparkProcedure, procedure_dag
+from mailplatform.run_identity import run_identity_args
 from mailplatform.sensors.health import WebAdminHealthSensor
 from mailplatform.sensors.queue_depth import QueueDepthSensor
-from mailplatform.sensors.rabbitmq_health import RabbitMQHealthSensor
 from mailserver.model.james_units import DURATION_PATTERN
 
-RABBITMQ_CONN_ID = "rabbitmq_management"
 BACKENDS = ["Cassandra backend", "RabbitMQ backend", "ObjectStorage"]
 WORKQUEUE_PREFIX = "JamesMailQueue-workqueue-"
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._:@-]{1,180}$"
@@ -152,53 +150,41 @@ class QueueProcedure:
     gate_queue: str | None = None              # Jinja: the mail queue whose work queue must be drained first
     summary: Callable[[Mapping[str, Any]], list[str]] = lambda report: []
     live_checks: Sequence[Rule] = ()           # names that must exist on the server (live.py)
+    run_note: bool = True                      # the report has the detect/repair shape (job_report.py)
 
 
 def queue_dag(procedure: QueueProcedure) -> DAG:
-    params, form_rules = form_params(procedure.params)
-    with DAG(
+    def job_args(context: Mapping[str, Any]) -> list[str]:
+        return [*run_identity_args(context), *procedure.job_args(context["params"])]
+
+    def drained() -> list[Any]:
+        if procedure.gate_queue is None:
+            return []
+        return [QueueDepthSensor(task_id="queue_drained", queue_name=WORKQUEUE_PREFIX + procedure.gate_queue,
+                                 max_messages="{{ params.max_queue_depth }}", rabbitmq_conn_id=RABBITMQ_CONN_ID,
+                                 poke_interval=30, timeout=60 * 60)]
+
+    def healthy_after() -> list[Any]:
+        return [WebAdminHealthSensor(task_id="backends_healthy_after", components=BACKENDS, poke_interval=15,
+                                     timeout=10 * 60)]
+
+    return procedure_dag(SparkProcedure(
         dag_id=procedure.dag_id,
         description=procedure.description,
         doc_md=procedure.doc_md,
-        schedule=None,
-        tags=["maintenance", "mail-queue", "rabbitmq", "cassandra", *procedure.tags],
-        params=params,
-        **dag_arguments(),
-    ) as dag:
-        checked = check_params_task([*form_rules, from_value_error(procedure.validate)], procedure.live_checks)
-        gate = WebAdminHealthSensor(task_id="backends_healthy", components=BACKENDS, deferrable=True,
-                                    poke_interval=30, timeout=30 * 60)
-        broker = RabbitMQHealthSensor(task_id="broker_healthy", rabbitmq_conn_id=RABBITMQ_CONN_ID, poke_interval=30,
-                                      timeout=30 * 60)
-
-        def spark_args(context: Mapping[str, Any]) -> list[str]:
-            return [*run_identity_args(context), *procedure.job_args(context["params"])]
-
-        spark = MailQueueSparkJob(task_id=procedure.spark_task_id, job=procedure.job, args_from_context=spark_args,
-                                  pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
-
-        @task(trigger_rule="all_done")   # after the job, failed or not; fails, saying why, when it never ran
-        def report(**context: Any) -> dict[str, Any]:
-            from mailplatform.hooks.reports import MaintenanceReportHook
-            from mailplatform.job_outcome import fail_when_job_never_ran
-
-            fail_when_job_never_ran(context, procedure.spark_task_id)
-            try:
-                content = MaintenanceReportHook().read(procedure.report_type, run_key(context))
-            except Exception as exc:
-                raise AirflowException(f"no report for this run ({exc}): the Spark job failed before the end, "
-                                       f"see the {procedure.spark_task_id} log") from exc
-            for line in procedure.summary(content):
-                print(line)
-            return check_report(content)
-
-        after = WebAdminHealthSensor(task_id="backends_healthy_after", components=BACKENDS, poke_interval=15,
-                                     timeout=10 * 60)
-        chain = checked >> gate >> broker
-        if procedure.gate_queue is not None:
-            drained = QueueDepthSensor(task_id="queue_drained", queue_name=WORKQUEUE_PREFIX + procedure.gate_queue,
-                                       max_messages="{{ params.max_queue_depth }}", rabbitmq_conn_id=RABBITMQ_CONN_ID,
-                                       poke_interval=30, timeout=60 * 60)
-            chain = chain >> drained
-        chain >> spark >> report() >> after
-    return dag
+        tags=("maintenance", "mail-queue", "rabbitmq", "cassandra", *procedure.tags),
+        params=procedure.params,
+        checks=(from_value_error(procedure.validate),),
+        live_checks=procedure.live_checks,
+        components=BACKENDS,
+        broker=True,
+        gates=drained,
+        operator=MailQueueSparkJob,
+        job=procedure.job,
+        job_task_id=procedure.spark_task_id,
+        job_args=job_args,
+        report_type=procedure.report_type,
+        report_lines=procedure.summary,
+        run_note=procedure.run_note,
+        after=healthy_after,
+    ))

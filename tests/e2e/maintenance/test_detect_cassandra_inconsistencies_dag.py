@@ -36,7 +36,7 @@ def dag_runs_of(dag_id: str) -> list:
 def scan_report(run: Any) -> dict[str, Any]:
     """The scan job's report of ``run``: the hook and run key the DAG's ``summarize`` task uses."""
     from mailplatform.hooks.reports import MaintenanceReportHook
-    from mailplatform.procedures import run_key
+    from mailplatform.run_identity import run_key
 
     from spark_apps.jobs.detect_inconsistencies import JOB
 
