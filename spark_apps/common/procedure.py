@@ -16,14 +16,14 @@ module does the rest, the same way for every procedure:
 * after the repair, detection runs again: items still there that this run tried to fix are
   *unresolved* (the run is PARTIAL); items that appeared since are *new* (reported, not
   failed: the procedures that run online can see fresh inconsistencies from live traffic);
-* the JSON report goes to S3 and to stdout; ``maintenance_audit`` gets a row at the start and
-  at the end. Exit status: 0 COMPLETED (or dry run), 1 PARTIAL, 2 bad arguments.
+* the run's envelope is every job's (``job_run.py``): the JSON report goes to S3 and to stdout;
+  ``maintenance_audit`` gets a row at the start and at the end. Exit status: 0 COMPLETED (or dry
+  run), 1 PARTIAL, 2 bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -35,11 +35,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from spark_apps.common.bookkeeping import AuditLog, AuditRecord, Checkpoints, SliceResult, ensure_tables
+from spark_apps.common.bookkeeping import Checkpoints, SliceResult
 from spark_apps.common.cql import CqlEndpoint
-from spark_apps.common.progress import Progress, summary_block
-from spark_apps.common.reports import ReportLocation, write_report
-from spark_apps.common.session import build_session
+from spark_apps.common.job_run import (
+    COMPLETED,
+    DRY_RUN,
+    PARTIAL,
+    RunOptions,
+    configure_logging,
+    job_parser,
+    run_job,
+)
+from spark_apps.common.progress import Progress
 from spark_apps.common.settings import JobSettings
 from spark_apps.common.throttle import RateLimiter, share
 
@@ -49,7 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mailplatform.procedure")
 
 FIXED, SKIPPED, FAILED = "fixed", "skipped", "failed"
-COMPLETED, PARTIAL, DRY_RUN = "COMPLETED", "PARTIAL", "DRY_RUN"
 
 
 @dataclass(frozen=True)
@@ -66,42 +72,6 @@ class Outcome:
 class Detection:
     items: DataFrame                 # columns: kind + the procedure's item columns
     processed: dict[str, int]        # James's "processed..." counters of the scan
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    run_key: str
-    dry_run: bool
-    rate: float | None
-    slices: int
-    triggered_by: str
-    dag_id: str | None
-    dag_run_id: str | None
-    report_bucket: str | None
-    sample_size: int
-
-    @staticmethod
-    def add_arguments(parser: argparse.ArgumentParser) -> None:
-        g = parser.add_argument_group("run")
-        g.add_argument("--run-key", help="identity of this run; the same key resumes it (default: a new one)")
-        g.add_argument("--dry-run", action="store_true", help="detect and report only; write nothing")
-        g.add_argument("--rate", type=float, help="repairs per second for the whole job (default: unlimited)")
-        g.add_argument("--slices", type=int, default=8, help="checkpointed units of repair work (default 8)")
-        g.add_argument("--triggered-by", default="cli", help="who asked for this run (audit)")
-        g.add_argument("--dag-id")
-        g.add_argument("--dag-run-id")
-        g.add_argument("--report-bucket", help="S3 bucket for the report [MAINTENANCE_REPORT_BUCKET]")
-        g.add_argument("--sample-size", type=int, default=1000, help="fixed items listed in the report")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> RunOptions:
-        if args.rate is not None and args.rate <= 0:
-            raise ValueError("--rate must be positive")
-        if not 1 <= args.slices <= 4096:
-            raise ValueError("--slices must be between 1 and 4096")
-        run_key = args.run_key or f"adhoc-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"
-        return cls(run_key, args.dry_run, args.rate, args.slices, args.triggered_by, args.dag_id,
-                   args.dag_run_id, args.report_bucket, max(0, args.sample_size))
 
 
 class Procedure(ABC):
@@ -195,9 +165,7 @@ class ProcedureRunner:
         self.procedure = procedure
 
     def parse(self, argv: Sequence[str] | None) -> tuple[argparse.Namespace, JobSettings, RunOptions, dict]:
-        parser = argparse.ArgumentParser(prog=self.procedure.job, description=type(self.procedure).__doc__)
-        JobSettings.add_arguments(parser)
-        RunOptions.add_arguments(parser)
+        parser = job_parser(self.procedure.job, type(self.procedure).__doc__)
         self.procedure.add_arguments(parser)
         args = parser.parse_args(argv)
         try:
@@ -208,34 +176,11 @@ class ProcedureRunner:
         return args, JobSettings.from_args(args), options, running_options
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        configure_logging()
         _, settings, options, running_options = self.parse(argv)
-        endpoint = CqlEndpoint(settings.cassandra_hosts, settings.cassandra_port, settings.keyspace)
-        cql = endpoint.session()
-        ensure_tables(cql)
-        audit = AuditLog(cql)
-        location = ReportLocation.for_run(self.procedure.job, options.run_key, options.report_bucket)
-        record = AuditRecord(self.procedure.job, options.run_key, datetime.now(UTC), options.triggered_by,
-                             options.dag_id, options.dag_run_id,
-                             {**running_options, "dryRun": options.dry_run, "rate": options.rate,
-                              "slices": options.slices}, report_uri=location.uri)
-        audit.write(record)
-        spark = build_session(self.procedure.job, settings)
-        try:
-            report = self.run(spark, settings, endpoint, options, running_options)
-        except Exception:
-            record.outcome = "FAILED"
-            audit.write(record)
-            raise
-        finally:
-            spark.stop()
-        record.counts_before, record.counts_after = report["detected"], report.get("remaining", {})
-        record.outcome = report["outcome"]
-        write_report(report, location)
-        audit.write(record)
-        print("REPORT " + json.dumps(report, default=str, sort_keys=True), flush=True)
-        print(summary_block(report, location.uri), flush=True)
-        return 0 if report["outcome"] in (COMPLETED, DRY_RUN) else 1
+        audited = {**running_options, "dryRun": options.dry_run, "rate": options.rate, "slices": options.slices}
+        return run_job(self.procedure.job, settings, options, audited,
+                       lambda spark, endpoint: self.run(spark, settings, endpoint, options, running_options))
 
     def run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
             running_options: dict[str, Any]) -> dict[str, Any]:

@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from spark_apps.common.bookkeeping import AuditLog, AuditRecord, ensure_tables
-from spark_apps.common.cql import CqlEndpoint
-from spark_apps.common.procedure import Procedure, RunOptions
-from spark_apps.common.reports import ReportLocation, write_report
-from spark_apps.common.session import build_session
+from spark_apps.common.job_run import COMPLETED, RunOptions, configure_logging, job_parser, run_job
+from spark_apps.common.procedure import Procedure
 from spark_apps.common.settings import JobSettings
 
 JOB = "detect-cassandra-inconsistencies"
@@ -73,9 +69,7 @@ def detect_one(spark: Any, settings: JobSettings, procedure: Procedure, sample_s
 
 
 def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, JobSettings, RunOptions, list[str]]:
-    parser = argparse.ArgumentParser(prog=JOB, description=__doc__.splitlines()[0])
-    JobSettings.add_arguments(parser)
-    RunOptions.add_arguments(parser)
+    parser = job_parser(JOB, __doc__.splitlines()[0])
     parser.add_argument("--procedure", action="append", default=[], choices=sorted(PROCEDURES),
                         help="scan only these (repeatable; default: all)")
     args = parser.parse_args(argv)
@@ -88,41 +82,31 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, JobSettings, 
     return args, JobSettings.from_args(args), options, names
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    _, settings, options, names = parse(argv if argv is not None else sys.argv[1:])
-    endpoint = CqlEndpoint(settings.cassandra_hosts, settings.cassandra_port, settings.keyspace)
-    cql = endpoint.session()
-    ensure_tables(cql)
-    audit = AuditLog(cql)
-    location = ReportLocation.for_run(JOB, options.run_key, options.report_bucket)
-    record = AuditRecord(JOB, options.run_key, datetime.now(UTC), options.triggered_by, options.dag_id,
-                         options.dag_run_id, {"procedures": names}, report_uri=location.uri)
-    audit.write(record)
-    spark = build_session(JOB, settings)
+def scan(spark: Any, settings: JobSettings, options: RunOptions, names: Sequence[str]) -> dict[str, Any]:
+    """The report: each procedure's detection."""
     results: dict[str, Any] = {}
-    try:
-        for name in names:
-            procedure = load_procedure(name)
-            running_options = default_configured(procedure)
-            results[name] = {**detect_one(spark, settings, procedure, options.sample_size),
-                             "runningOptions": running_options}
-            log.info("%s: %s", name, results[name]["detected"] or "consistent")
-    except Exception:
-        record.outcome = "FAILED"
-        audit.write(record)
-        raise
-    finally:
-        spark.stop()
-    report = {"type": JOB, "timestamp": datetime.now(UTC).isoformat(), "runKey": options.run_key,
-              "procedures": results, "withWork": sorted(n for n, r in results.items() if r["total"]),
-              "outcome": "COMPLETED"}
-    record.counts_before = {n: r["detected"] for n, r in results.items()}
-    record.outcome = "COMPLETED"
-    write_report(report, location)
-    audit.write(record)
-    print("REPORT " + json.dumps(report, default=str, sort_keys=True), flush=True)
-    return 0
+    for name in names:
+        procedure = load_procedure(name)
+        running_options = default_configured(procedure)
+        results[name] = {**detect_one(spark, settings, procedure, options.sample_size),
+                         "runningOptions": running_options}
+        log.info("%s: %s", name, results[name]["detected"] or "consistent")
+    return {"type": JOB, "timestamp": datetime.now(UTC).isoformat(), "runKey": options.run_key,
+            "procedures": results, "withWork": sorted(n for n, r in results.items() if r["total"]),
+            "outcome": COMPLETED}
+
+
+def detected_per_procedure(report: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {n: r["detected"] for n, r in report["procedures"].items()}, {}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    configure_logging()
+    _, settings, options, names = parse(argv if argv is not None else sys.argv[1:])
+    # No summary block: finding work is this job's result, not a repair's "detected, fixed, failed".
+    return run_job(JOB, settings, options, {"procedures": names},
+                   lambda spark, _endpoint: scan(spark, settings, options, names),
+                   counts=detected_per_procedure, summary=None)
 
 
 if __name__ == "__main__":

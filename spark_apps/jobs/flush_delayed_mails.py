@@ -21,17 +21,24 @@ Needs the management API (``--management-url`` or ``RABBITMQ_MANAGEMENT_URL``) t
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from spark_apps.common.bookkeeping import AuditLog, AuditRecord, ensure_tables
 from spark_apps.common.cql import CqlEndpoint
+from spark_apps.common.job_run import (
+    COMPLETED,
+    DRY_RUN,
+    PARTIAL,
+    RunOptions,
+    configure_logging,
+    job_parser,
+    run_job,
+)
 from spark_apps.common.mail_queues import (
     WORKQUEUE_PREFIX,
     QueueAccess,
@@ -43,9 +50,6 @@ from spark_apps.common.mail_queues import (
     validate_queue_name,
     work_queue_exists,
 )
-from spark_apps.common.procedure import COMPLETED, DRY_RUN, PARTIAL, RunOptions
-from spark_apps.common.reports import ReportLocation, write_report
-from spark_apps.common.session import build_session
 from spark_apps.common.settings import JobSettings
 from spark_apps.common.throttle import RateLimiter
 
@@ -71,9 +75,7 @@ def verdict(still_delayed: Sequence[dict[str, Any]], flush_started_ms: int) -> t
 
 
 def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, JobSettings, RunOptions]:
-    parser = argparse.ArgumentParser(prog=JOB, description=__doc__.splitlines()[0])
-    JobSettings.add_arguments(parser)
-    RunOptions.add_arguments(parser)
+    parser = job_parser(JOB, __doc__.splitlines()[0])
     g = parser.add_argument_group("flush")
     g.add_argument("--queue", default="outgoing", help="the mail queue (default outgoing, where retries wait)")
     g.add_argument("--amqp-url", help="the broker of the mail queues [AMQP_URL]")
@@ -139,8 +141,12 @@ class FlushRun:
                 "durationSeconds": round(time.monotonic() - started, 3)}
 
 
+def delayed_before_and_remaining(report: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {"delayedMails": report["delayedMails"]}, report.get("remaining", {})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging()
     args, settings, options = parse(argv if argv is not None else sys.argv[1:])
     access = QueueAccess.from_env(settings, os.environ, amqp_url=args.amqp_url, management_url=args.management_url,
                                  blob_bucket=args.blob_bucket)
@@ -148,31 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no management API: give --management-url or set RABBITMQ_MANAGEMENT_URL (the delay queues are "
               "listed through it)", file=sys.stderr)
         return 2
-    endpoint = CqlEndpoint(settings.cassandra_hosts, settings.cassandra_port, settings.keyspace)
-    cql = endpoint.session()
-    ensure_tables(cql)
-    audit = AuditLog(cql)
-    location = ReportLocation.for_run(JOB, options.run_key, options.report_bucket)
-    record = AuditRecord(JOB, options.run_key, datetime.now(UTC), options.triggered_by, options.dag_id,
-                         options.dag_run_id, {"mailQueueName": args.queue, "dryRun": options.dry_run,
-                                              "rate": options.rate}, report_uri=location.uri)
-    audit.write(record)
-    spark = build_session(JOB, settings)
-    try:
-        report = FlushRun(spark, settings, access, args.queue, options).run()
-    except Exception:
-        record.outcome = "FAILED"
-        audit.write(record)
-        raise
-    finally:
-        spark.stop()
-    record.counts_before = {"delayedMails": report["delayedMails"]}
-    record.counts_after = report.get("remaining", {})
-    record.outcome = report["outcome"]
-    write_report(report, location)
-    audit.write(record)
-    print("REPORT " + json.dumps(report, default=str, sort_keys=True), flush=True)
-    return 0 if report["outcome"] in (COMPLETED, DRY_RUN) else 1
+    audited = {"mailQueueName": args.queue, "dryRun": options.dry_run, "rate": options.rate}
+    # No summary block: a flush moves mails, it fixes no detected items (flushedMails is in the report).
+    return run_job(JOB, settings, options, audited,
+                   lambda spark, _endpoint: FlushRun(spark, settings, access, args.queue, options).run(),
+                   counts=delayed_before_and_remaining, summary=None)
 
 
 if __name__ == "__main__":
