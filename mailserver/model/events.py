@@ -76,8 +76,9 @@ def _acl_from_json(f: Fields) -> dict[str, str]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MailboxAdded(MailboxEvent):
-    type_name: ClassVar[str] = "MailboxAdded"
+class _MailboxPathEvent(MailboxEvent):
+    """A mailbox named by ``mailboxPath`` and ``mailboxId``: the DTOs of a mailbox's creation and (un)subscription."""
+
     path: MailboxPath
     mailbox_id: MailboxId
 
@@ -89,6 +90,11 @@ class MailboxAdded(MailboxEvent):
     def from_body(cls, f: Fields) -> MailboxEvent:
         return cls(**cls._common(f), path=MailboxPath.from_json(f.raw("mailboxPath"), "mailboxPath"),
                    mailbox_id=MailboxId.of(f.text("mailboxId")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MailboxAdded(_MailboxPathEvent):
+    type_name: ClassVar[str] = "MailboxAdded"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -365,27 +371,12 @@ class QuotaUsageUpdatedEvent(MailboxEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _SubscriptionEvent(MailboxEvent):
-    path: MailboxPath
-    mailbox_id: MailboxId
-
-    def body(self) -> dict[str, Any]:
-        return {"eventId": str(self.event_id), "mailboxPath": self.path.to_json(), "mailboxId": str(self.mailbox_id),
-                "user": str(self.user), "sessionId": self.session_id}
-
-    @classmethod
-    def from_body(cls, f: Fields) -> MailboxEvent:
-        return cls(**cls._common(f), path=MailboxPath.from_json(f.raw("mailboxPath"), "mailboxPath"),
-                   mailbox_id=MailboxId.of(f.text("mailboxId")))
-
-
-@dataclass(frozen=True, kw_only=True)
-class MailboxSubscribedEvent(_SubscriptionEvent):
+class MailboxSubscribedEvent(_MailboxPathEvent):
     type_name: ClassVar[str] = "MailboxSubscribedEvent"
 
 
 @dataclass(frozen=True, kw_only=True)
-class MailboxUnSubscribedEvent(_SubscriptionEvent):
+class MailboxUnSubscribedEvent(_MailboxPathEvent):
     type_name: ClassVar[str] = "MailboxUnSubscribedEvent"  # sic: James's DTO name has a capital S
 
 

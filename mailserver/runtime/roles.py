@@ -24,6 +24,7 @@ from mailserver.runtime.backends import Backends
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
+from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.smtp import SmtpServer, SmtpServerThread
 from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskServices
@@ -48,7 +49,7 @@ class Role(ABC):
 
 # Liveness of the components the roles run. They read the components' thread handles, so a
 # rename there fails the lifecycle unit tests rather than silently reporting a dead role alive.
-def smtp_alive(thread: SmtpServerThread) -> bool:
+def server_alive(thread: AsyncServerThread) -> bool:
     return thread.alive()   # the thread runs the server's event loop until stop()
 
 
@@ -69,18 +70,10 @@ def task_worker_alive(worker: TaskWorker) -> bool:
     return control is not None and control.is_alive()
 
 
-class SmtpRole(Role):
-    name = "smtp"
+class ServerRole(Role):
+    """A protocol server (SMTP, IMAP) on an event loop thread of its own."""
 
-    def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer,
-                 monitor: HealthMonitor) -> None:
-        server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
-                            store=backends.contents, healthy=monitor.healthy, healthy_in_memory=True,
-                            maintenance=lambda: not backends.guard.smtp_allowed(),
-                            maintenance_known=backends.guard.in_maintenance_if_known, metrics=backends.metrics,
-                            rewriter=container.context.rewriter, postmaster=container.context.postmaster,
-                            auth_throttle=backends.auth_throttle)
-        self.thread = SmtpServerThread(server, event_loop=settings.event_loop)
+    thread: AsyncServerThread
 
     @property
     def port(self) -> int:
@@ -93,10 +86,24 @@ class SmtpRole(Role):
         self.thread.stop()
 
     def alive(self) -> bool:
-        return smtp_alive(self.thread)
+        return server_alive(self.thread)
 
 
-class ImapRole(Role):
+class SmtpRole(ServerRole):
+    name = "smtp"
+
+    def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer,
+                 monitor: HealthMonitor) -> None:
+        server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
+                            store=backends.contents, healthy=monitor.healthy, healthy_in_memory=True,
+                            maintenance=lambda: not backends.guard.smtp_allowed(),
+                            maintenance_known=backends.guard.in_maintenance_if_known, metrics=backends.metrics,
+                            rewriter=container.context.rewriter, postmaster=container.context.postmaster,
+                            auth_throttle=backends.auth_throttle)
+        self.thread = SmtpServerThread(server, event_loop=settings.event_loop)
+
+
+class ImapRole(ServerRole):
     """IMAP4rev1 on the mailbox manager; sessions are refused with ``* BYE`` during maintenance mode."""
 
     name = "imap"
@@ -110,19 +117,6 @@ class ImapRole(Role):
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
                             auth_throttle=backends.auth_throttle)
         self.thread = ImapServerThread(server, event_loop=settings.event_loop)
-
-    @property
-    def port(self) -> int:
-        return self.thread.port
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.thread.stop()
-
-    def alive(self) -> bool:
-        return self.thread.alive()
 
 
 class SpoolerRole(Role):

@@ -25,7 +25,7 @@ from mailserver.queue.memory import MemoryMailQueue
 from mailserver.runtime.roles import (
     Role,
     delivery_alive,
-    smtp_alive,
+    server_alive,
     spooler_alive,
     task_worker_alive,
     webadmin_checks,
@@ -214,10 +214,10 @@ def test_task_worker_liveness():
 def test_smtp_liveness():
     thread = SmtpServerThread(SmtpServer(SmtpConfig(port=0, hostname="mx.test"), MemoryMailQueue("spool"),
                                          MemoryDomainList()))
-    assert not smtp_alive(thread)
+    assert not server_alive(thread)
     thread.start()
     try:
-        assert smtp_alive(thread)
+        assert server_alive(thread)
     finally:
         thread.stop()
-    assert wait_until(lambda: not smtp_alive(thread))
+    assert wait_until(lambda: not server_alive(thread))
