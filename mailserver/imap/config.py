@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mailserver.model.james_units import KIB
+from mailserver.serving.tls import server_tls_context
 from mailserver.smtp.config import MAX_MESSAGE_SIZE
 
 
@@ -54,9 +55,4 @@ class ImapConfig:
             raise ValueError("idle_timeout, idle_timeout_before_login and idle_poll_interval must be > 0")
 
     def tls_context(self) -> ssl.SSLContext | None:
-        if self.tls_cert is None or self.tls_key is None:
-            return None
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(str(self.tls_cert), str(self.tls_key))
-        return context
+        return server_tls_context(self.tls_cert, self.tls_key)

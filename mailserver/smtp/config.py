@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mailserver.model.james_units import MIB
+from mailserver.serving.tls import server_tls_context
 
 MAX_MESSAGE_SIZE = 25 * MIB   # also the IMAP APPEND limit unless configured
 MIN_LINE_LENGTH = 998   # RFC 5321 4.5.3.1.6: 1000 octets with the CRLF
@@ -110,12 +111,7 @@ class SmtpConfig:
         return parse_networks(self.authorized_networks)
 
     def tls_context(self) -> ssl.SSLContext | None:
-        if self.tls_cert is None or self.tls_key is None:
-            return None
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(str(self.tls_cert), str(self.tls_key))
-        return context
+        return server_tls_context(self.tls_cert, self.tls_key)
 
 
 def in_networks(address: str | None, networks: Sequence[IpNetwork]) -> bool:
