@@ -18,23 +18,7 @@ from mailserver.cassandra.versions import (
     compute_state,
     startup_check,
 )
-
-
-class FakeSession:
-    """Just enough of CassandraSession for the schemaVersion table."""
-
-    keyspace = "ks"
-
-    def __init__(self, *versions: int) -> None:
-        self.versions = list(versions)
-
-    def execute(self, cql: str, params=None, *, strong: bool = False) -> list[dict]:
-        if cql.startswith("SELECT value FROM ks.schemaVersion"):
-            return [{"value": v} for v in self.versions]
-        if cql.startswith("INSERT INTO ks.schemaVersion"):
-            self.versions.append(params[1])
-            return []
-        raise AssertionError(f"unexpected statement {cql}")
+from tests.support.schema_version_session import FakeSchemaSession
 
 
 def test_supported_range_is_10_to_15():
@@ -51,12 +35,12 @@ def test_state_of_a_version(version, state):
 
 
 def test_current_version_is_the_maximum_row():
-    assert SchemaVersionDAO(FakeSession(10, 13, 11)).current_version() == 13
-    assert SchemaVersionDAO(FakeSession()).current_version() is None
+    assert SchemaVersionDAO(FakeSchemaSession(10, 13, 11)).current_version() == 13
+    assert SchemaVersionDAO(FakeSchemaSession()).current_version() is None
 
 
 def test_update_appends_a_row():
-    session = FakeSession(10)
+    session = FakeSchemaSession(10)
 
     SchemaVersionDAO(session).update_version(11)
 
@@ -69,33 +53,33 @@ def _records(caplog) -> list[tuple[int, str]]:
 
 def test_upgradable_warns(caplog):
     with caplog.at_level(logging.INFO):
-        assert startup_check(FakeSession(10, 12)) is SchemaState.UPGRADABLE
+        assert startup_check(FakeSchemaSession(10, 12)) is SchemaState.UPGRADABLE
     assert _records(caplog) == [(logging.WARNING, "Current schema version is 12. Recommended version is 15")]
 
 
 def test_up_to_date_informs(caplog):
     with caplog.at_level(logging.INFO):
-        assert startup_check(FakeSession(15)) is SchemaState.UP_TO_DATE
+        assert startup_check(FakeSchemaSession(15)) is SchemaState.UP_TO_DATE
     assert _records(caplog) == [(logging.INFO, "Schema version is up-to-date")]
 
 
 def test_too_old_refuses_to_start(caplog):
     with caplog.at_level(logging.INFO), pytest.raises(SchemaVersionError):
-        startup_check(FakeSession(9))
+        startup_check(FakeSchemaSession(9))
     assert _records(caplog) == [(logging.ERROR, "Current schema version is 9 whereas minimum required version is 10. "
                                                 "Recommended version is 15")]
 
 
 def test_too_recent_refuses_to_start(caplog):
     with caplog.at_level(logging.INFO), pytest.raises(SchemaVersionError):
-        startup_check(FakeSession(16))
+        startup_check(FakeSchemaSession(16))
     assert _records(caplog) == [(logging.ERROR, "Current schema version is 16 whereas the maximum supported "
                                                 "version is 15. Recommended version is 15")]
 
 
 def test_no_version_row_assumes_the_minimum(caplog):
     with caplog.at_level(logging.INFO):
-        assert startup_check(FakeSession()) is SchemaState.UPGRADABLE
+        assert startup_check(FakeSchemaSession()) is SchemaState.UPGRADABLE
     assert _records(caplog)[0] == (logging.WARNING, "No schema version information found on Cassandra, "
                                                     "we assume schema is at version 10")
 
@@ -117,7 +101,7 @@ def fake_migration(to: int, status: MigrationStatus = MigrationStatus.COMPLETED,
 
 
 def test_runner_applies_each_transition_and_bumps_after_each():
-    session, ran = FakeSession(10), []
+    session, ran = FakeSchemaSession(10), []
     registry = {v: fake_migration(v, ran=ran) for v in range(11, 16)}
 
     results = migrate(session, migrations=registry)
@@ -128,7 +112,7 @@ def test_runner_applies_each_transition_and_bumps_after_each():
 
 
 def test_runner_stops_at_the_target_and_skips_reached_versions():
-    session, ran = FakeSession(12), []
+    session, ran = FakeSchemaSession(12), []
     registry = {v: fake_migration(v, ran=ran) for v in range(11, 16)}
 
     migrate(session, target=14, migrations=registry)
@@ -140,7 +124,7 @@ def test_runner_stops_at_the_target_and_skips_reached_versions():
 
 @pytest.mark.parametrize("boom", [False, True])
 def test_partial_migration_does_not_bump_and_stops(caplog, boom):
-    session, ran = FakeSession(10), []
+    session, ran = FakeSchemaSession(10), []
     registry = {11: fake_migration(11, ran=ran), 12: fake_migration(12, MigrationStatus.PARTIAL, ran, boom),
                 13: fake_migration(13, ran=ran)}
 
@@ -155,7 +139,7 @@ def test_partial_migration_does_not_bump_and_stops(caplog, boom):
 
 
 def test_runner_refuses_a_target_without_migrations():
-    session = FakeSession(14)
+    session = FakeSchemaSession(14)
 
     with pytest.raises(MigrationError):
         migrate(session, target=16, migrations={15: fake_migration(15)})

@@ -156,7 +156,7 @@ def test_a_rebuilt_task_follows_the_same_run(airflow):
 
 def test_a_migration_submitted_without_airflow_still_runs_in_process_on_an_airflow_node(airflow):
     from mailserver.tasks.builtin.migration import CassandraMigrationTask, SchemaVersions
-    from tests.unit.webadmin.task_support import FakeSchemaSession
+    from tests.support.schema_version_session import FakeSchemaSession
 
     versions = SchemaVersions(FakeSchemaSession(12), {}, 14)   # type: ignore[arg-type]
     registry = register_builtin(TaskRegistry(), schema_versions=versions, dag_runs=airflow)

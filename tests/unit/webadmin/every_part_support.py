@@ -29,8 +29,8 @@ from mailserver.vault.config import VaultConfiguration
 from mailserver.vault.memory import memory_vault
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.context import WebAdminContext
+from tests.support.schema_version_session import FakeSchemaSession
 from tests.unit.mailets.support import FastHasher
-from tests.unit.webadmin.task_support import FakeSchemaSession
 from tests.unit.webadmin.webadmin_support import FULL, make_context
 
 DOMAIN, USER = "parts.test", "bob@parts.test"

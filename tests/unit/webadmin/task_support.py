@@ -17,27 +17,11 @@ from mailserver.tasks.registry import TaskRegistry
 from mailserver.tasks.worker import TaskWorker
 from mailserver.webadmin.context import WebAdminContext
 from tests.contract.task_manager_contract import counting_factory
+from tests.support.schema_version_session import FakeSchemaSession
 from tests.unit.webadmin.webadmin_support import make_context
 
 NODE = "webadmin-node"
 COUNTING = "counting"   # a test task type: CountingTask of the task-manager contract
-
-
-class FakeSchemaSession:
-    """Just enough of CassandraSession for the ``schemaVersion`` table."""
-
-    keyspace = "ks"
-
-    def __init__(self, *versions: int) -> None:
-        self.versions = list(versions)
-
-    def execute(self, cql: str, params=None, *, strong: bool = False) -> list[dict]:
-        if cql.startswith("SELECT value FROM ks.schemaVersion"):
-            return [{"value": v} for v in self.versions]
-        if cql.startswith("INSERT INTO ks.schemaVersion"):
-            self.versions.append(params[1])
-            return []
-        raise AssertionError(f"unexpected statement {cql}")
 
 
 def fake_migration(to: int, ran: list[int]) -> type[Migration]:

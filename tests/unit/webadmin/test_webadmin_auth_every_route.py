@@ -36,7 +36,7 @@ from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
-from tests.unit.webadmin.task_support import FakeSchemaSession
+from tests.support.schema_version_session import FakeSchemaSession
 from tests.unit.webadmin.webadmin_support import FULL, NODELETE, READONLY, make_context
 
 # James's public routes (webadmin reference §1.2), as published by this app.
