@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mailserver.imap.parser import ParseError, parse_command
-from tests.unit.imap.conftest import World, make_world
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import login
 
@@ -27,15 +25,6 @@ for line in (b"a1 NOOP \\x01", b"a1 LOGIN alice\\x7fbob secret", b"a1 NOOP \\x00
     except ParseError as refused:
         print("refused:", refused)
 """
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    w = make_world()
-    try:
-        yield w
-    finally:
-        w.thread.stop()
 
 
 def test_control_characters_outside_a_quoted_string_are_refused_not_tokenized_forever():
