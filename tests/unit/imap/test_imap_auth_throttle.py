@@ -18,9 +18,8 @@ from mailserver.domains.memory import MemoryDomainList
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
 from mailserver.mailbox.wiring import memory_context
 from mailserver.observability.metrics import Metrics
-from mailserver.security.auth_throttle import AuthThrottle
-from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.users.memory import MemoryUsersRepository
+from tests.support.auth_throttle import RecordingThrottle, few_failures_config
 from tests.support.clock import ManualClock
 
 USER, PASSWORD = "alice@imap.test", "s3cret-Passw0rd"
@@ -75,20 +74,12 @@ def world() -> Iterator[World]:
     ctx = memory_context(MemoryBlobStore())
     users = MemoryUsersRepository(MemoryDomainList(["imap.test"]))
     users.add_user(USER, PASSWORD)
-    clock, delays, metrics = ManualClock(), list[float](), Metrics()
-
-    async def sleep(seconds: float) -> None:
-        delays.append(seconds)
-
-    # Few failures to reach a refusal: each costs a password hash (a fraction of a second on purpose).
-    config = AuthThrottleConfig(window=WINDOW, free_failures=1, delay=0.5, max_delay=4.0, account_max_delay=1.0,
-                                address_limit=5, account_address_limit=3)
-    throttle = AuthThrottle(config, metrics=metrics, clock=clock, sleep=sleep)
-    server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager, users, metrics=metrics,
-                        auth_throttle=throttle)
+    recording = RecordingThrottle(few_failures_config(WINDOW))
+    server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager, users, metrics=recording.metrics,
+                        auth_throttle=recording.throttle)
     thread = ImapServerThread(server).start()
     try:
-        yield World(thread.port, clock, delays, metrics)
+        yield World(thread.port, recording.clock, recording.delays, recording.metrics)
     finally:
         thread.stop()
 

@@ -8,30 +8,20 @@ from ipaddress import ip_network
 
 import pytest
 
-from mailserver.observability.metrics import Metrics
-from mailserver.security.auth_throttle import Attempt, AuthThrottle
+from mailserver.security.auth_throttle import Attempt
 from mailserver.security.failure_log import MemoryFailureLog
 from mailserver.security.throttle_config import AuthThrottleConfig
-from tests.support.clock import ManualClock
+from tests.support.auth_throttle import RecordingThrottle
 
 ATTACKER, OWNER_ADDRESS = "203.0.113.7", "198.51.100.20"
 ACCOUNT = "alice@example.test"
 
 
-class Throttled:
-    """A throttle on a manual clock whose delays are recorded instead of waited."""
-
+class Throttled(RecordingThrottle):
     def __init__(self, **config: object) -> None:
-        self.clock = ManualClock()
-        self.delays: list[float] = []
-        self.metrics = Metrics()
         settings = {"window": 600.0, "free_failures": 2, "delay": 1.0, "max_delay": 8.0, "account_max_delay": 2.0,
                     "address_limit": 12, "account_address_limit": 6, **config}
-        self.throttle = AuthThrottle(AuthThrottleConfig.model_validate(settings), metrics=self.metrics,
-                                     clock=self.clock, sleep=self._sleep)
-
-    async def _sleep(self, seconds: float) -> None:
-        self.delays.append(seconds)
+        super().__init__(AuthThrottleConfig.model_validate(settings))
 
     def login(self, account: str | None, address: str | None, *, ok: bool = False, protocol: str = "IMAP") -> Attempt:
         async def attempt() -> Attempt:

@@ -16,10 +16,9 @@ import pytest
 from mailserver.domains.memory import MemoryDomainList
 from mailserver.observability.metrics import Metrics
 from mailserver.queue.memory import MemoryMailQueue
-from mailserver.security.auth_throttle import AuthThrottle
-from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
 from mailserver.users.memory import MemoryUsersRepository
+from tests.support.auth_throttle import RecordingThrottle, few_failures_config
 from tests.support.clock import ManualClock
 
 USER, PASSWORD = "alice@local.test", "s3cret-Passw0rd"
@@ -55,20 +54,13 @@ def world() -> Iterator[World]:
     domains = MemoryDomainList(["local.test"])
     users = MemoryUsersRepository(domains)
     users.add_user(USER, PASSWORD)
-    clock, delays, metrics = ManualClock(), list[float](), Metrics()
-
-    async def sleep(seconds: float) -> None:
-        delays.append(seconds)
-
-    # Few failures to reach a refusal: each costs a password hash (a fraction of a second on purpose).
-    config = AuthThrottleConfig(window=WINDOW, free_failures=1, delay=0.5, max_delay=4.0, account_max_delay=1.0,
-                                address_limit=5, account_address_limit=3)
+    recording = RecordingThrottle(few_failures_config(WINDOW))
     server = SmtpServer(SmtpConfig(port=0, hostname="mx.local.test", auth_require_tls=False),
-                        MemoryMailQueue("spool"), domains, users, metrics=metrics,
-                        auth_throttle=AuthThrottle(config, metrics=metrics, clock=clock, sleep=sleep))
+                        MemoryMailQueue("spool"), domains, users, metrics=recording.metrics,
+                        auth_throttle=recording.throttle)
     thread = SmtpServerThread(server).start()
     try:
-        yield World(thread.port, clock, delays, metrics)
+        yield World(thread.port, recording.clock, recording.delays, recording.metrics)
     finally:
         thread.stop()
 

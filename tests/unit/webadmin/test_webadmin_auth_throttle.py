@@ -13,10 +13,10 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from mailserver.observability.metrics import Metrics
-from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
+from tests.support.auth_throttle import RecordingThrottle
 from tests.support.clock import ManualClock
 from tests.unit.webadmin.webadmin_support import FULL, make_context
 
@@ -41,15 +41,10 @@ class World:
 
 
 def make_world(auth: AuthConfig | None = None) -> World:
-    clock, delays, metrics = ManualClock(), list[float](), Metrics()
-
-    async def sleep(seconds: float) -> None:
-        delays.append(seconds)
-
-    config = AuthThrottleConfig(window=WINDOW, free_failures=1, delay=0.5, max_delay=4.0, address_limit=LIMIT)
-    throttle = AuthThrottle(config, metrics=metrics, clock=clock, sleep=sleep)
-    app = create_app(make_context(auth, metrics=metrics, auth_throttle=throttle))
-    return World(app, clock, delays, metrics)
+    recording = RecordingThrottle(AuthThrottleConfig(window=WINDOW, free_failures=1, delay=0.5, max_delay=4.0,
+                                                     address_limit=LIMIT))
+    app = create_app(make_context(auth, metrics=recording.metrics, auth_throttle=recording.throttle))
+    return World(app, recording.clock, recording.delays, recording.metrics)
 
 
 @pytest.fixture
