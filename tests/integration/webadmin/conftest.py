@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,6 +19,7 @@ from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
 from mailserver.webadmin.context import WebAdminContext
 from tests.support.ports import unused_port
+from tests.support.uvicorn_thread import running
 
 PASSWORD = "integration-secret"
 
@@ -32,18 +31,8 @@ def serve(app) -> Iterator[str]:
     port = unused_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, name=f"webadmin-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
+    with running(server, timeout=20):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def backend_checks(stack, session, *, opensearch_url: str | None = None) -> list:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ import uvicorn
 from mailserver.observability.health import HealthCheck, Result, Status
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.context import WebAdminContext
+from tests.support.uvicorn_thread import running
 from tests.unit.webadmin.webadmin_support import FULL
 
 CASSANDRA, OPENSEARCH = "Cassandra backend", "OpenSearch Backend"
@@ -61,15 +60,8 @@ def serving(ctx: WebAdminContext) -> Iterator[int]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))   # bound before uvicorn starts: no race for the port
     server = uvicorn.Server(uvicorn.Config(create_app(ctx), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
     try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        yield sock.getsockname()[1]
+        with running(server, sockets=[sock]):
+            yield sock.getsockname()[1]
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         sock.close()

@@ -4,8 +4,6 @@ body, or the HTTP parser's 400 for a head that never ends), and the server goes 
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -16,6 +14,7 @@ from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
 from mailserver.webadmin.server import ServerConfig, uvicorn_config
 from tests.support.ports import unused_port
+from tests.support.uvicorn_thread import running
 from tests.unit.webadmin.webadmin_support import FULL, error, make_context
 
 SMALL_HEAD = 4096
@@ -52,17 +51,8 @@ def port() -> Iterator[int]:
                           max_headers=FEW_HEADERS)
     app = create_app(make_context(max_header_bytes=config.max_header_bytes, max_headers=config.max_headers))
     server = uvicorn.Server(uvicorn_config(app, config, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
+    with running(server):
         yield config.port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def still_answers(port: int) -> None:
