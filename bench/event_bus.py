@@ -23,11 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.mailbox_append import make_message
-from include.stack.endpoints import Endpoints
-from include.stack.settings import StackSettings
-from mailserver.blob.s3 import S3BlobStore, S3Config
-from mailserver.cassandra.config import CassandraConfig
-from mailserver.cassandra.schema import create_schema
+from bench.scratch import record, scratch_backends, stack_endpoints
+from mailserver.blob.s3 import S3BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.events.api import EventListener
 from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
@@ -106,55 +103,39 @@ def main() -> int:
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
 
-    ep = Endpoints.from_env() or Endpoints.from_settings(StackSettings())
-    config = CassandraConfig(hosts=tuple(ep.cassandra_hosts.split(",")), port=ep.cassandra_port,
-                             keyspace=f"bench_{uuid.uuid4().hex[:8]}")
-    bootstrap = CassandraSession.connect(config, use_keyspace=False)
-    create_schema(bootstrap.session, config)
-    bootstrap.close()
-    session = CassandraSession.connect(config)
-    blobs = S3BlobStore(S3Config(endpoint_url=ep.s3_endpoint, access_key=ep.s3_access_key,
-                                 secret_key=ep.s3_secret_key, region=ep.s3_region,
-                                 default_bucket=f"bench-{uuid.uuid4().hex[:8]}"))
-    try:
-        with IsolatedVhost(ep, f"bench-{uuid.uuid4().hex[:8]}") as vhost:
-            dispatched, consumed = dispatch_and_consume(vhost.amqp_url, session, args.events, args.threads)
-            inline = append_latencies(session, blobs, InProcessEventBus(), args.appends)
-            rabbit_bus = RabbitMQEventBus(vhost.amqp_url, CassandraEventDeadLetters(session))
-            rabbit_bus.declare()
-            off_path = append_latencies(session, blobs, rabbit_bus, args.appends)
-            rabbit_bus.close()
-        lines = [
-            f"### Event bus on RabbitMQ ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node() or 'host'}, "
-            f"{os.cpu_count()} cores)",
-            "",
-            f"`bench/event_bus.py --events {args.events} --threads {args.threads} --appends {args.appends}`, "
-            "RabbitMQ 3.10, Cassandra and S3Proxy of the local stack on the same machine.",
-            "",
-            "| measure | value |", "|---|---|",
-            f"| events dispatched/s ({args.threads} threads, persistent, publisher confirms) | **{dispatched:.0f}** |",
-            f"| events consumed/s (one group, prefetch 10, 10 listener threads, ack after the listener) "
-            f"| **{consumed:.0f}** |",
-            "",
-            f"Append latency of a 4 KiB message, {args.appends} appends, one thread (ms):",
-            "",
-            "| listeners | p50 | p90 | p99 | mean |", "|---|---|---|---|---|",
-            *(f"| {label} | {percentile(v, 50):.1f} | {percentile(v, 90):.1f} | {percentile(v, 99):.1f} "
-              f"| {statistics.fmean(v):.1f} |"
-              for label, v in (("on the delivery path (in-process bus: quota, fast view, deletion)", inline),
-                               ("off the delivery path (RabbitMQ bus: one confirmed publish)", off_path))),
-            "",
-        ]
-        print("\n".join(lines))
-        if args.record:
-            doc = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-            with doc.open("a") as out:
-                out.write("\n".join(lines) + "\n")
-        return 0
-    finally:
-        session.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}")
-        session.close()
-        blobs.delete_bucket(blobs.default_bucket)
+    ep = stack_endpoints()
+    with scratch_backends(ep) as (session, blobs), IsolatedVhost(ep, f"bench-{uuid.uuid4().hex[:8]}") as vhost:
+        dispatched, consumed = dispatch_and_consume(vhost.amqp_url, session, args.events, args.threads)
+        inline = append_latencies(session, blobs, InProcessEventBus(), args.appends)
+        rabbit_bus = RabbitMQEventBus(vhost.amqp_url, CassandraEventDeadLetters(session))
+        rabbit_bus.declare()
+        off_path = append_latencies(session, blobs, rabbit_bus, args.appends)
+        rabbit_bus.close()
+    lines = [
+        f"### Event bus on RabbitMQ ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node() or 'host'}, "
+        f"{os.cpu_count()} cores)",
+        "",
+        f"`bench/event_bus.py --events {args.events} --threads {args.threads} --appends {args.appends}`, "
+        "RabbitMQ 3.10, Cassandra and S3Proxy of the local stack on the same machine.",
+        "",
+        "| measure | value |", "|---|---|",
+        f"| events dispatched/s ({args.threads} threads, persistent, publisher confirms) | **{dispatched:.0f}** |",
+        f"| events consumed/s (one group, prefetch 10, 10 listener threads, ack after the listener) "
+        f"| **{consumed:.0f}** |",
+        "",
+        f"Append latency of a 4 KiB message, {args.appends} appends, one thread (ms):",
+        "",
+        "| listeners | p50 | p90 | p99 | mean |", "|---|---|---|---|---|",
+        *(f"| {label} | {percentile(v, 50):.1f} | {percentile(v, 90):.1f} | {percentile(v, 99):.1f} "
+          f"| {statistics.fmean(v):.1f} |"
+          for label, v in (("on the delivery path (in-process bus: quota, fast view, deletion)", inline),
+                           ("off the delivery path (RabbitMQ bus: one confirmed publish)", off_path))),
+        "",
+    ]
+    print("\n".join(lines))
+    if args.record:
+        record(lines)
+    return 0
 
 
 if __name__ == "__main__":

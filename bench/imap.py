@@ -46,6 +46,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -158,7 +159,7 @@ class World:
 
         self.backend = backend
         self.domain = "imap-bench.test"
-        self._cleanup: list = []
+        self._exits = ExitStack()   # left in reverse order: the server, then the backends
         if backend == "cassandra":
             ctx, repo, subscriptions = self._cassandra()
         else:
@@ -180,39 +181,16 @@ class World:
         self.server = ImapServer(ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None), ctx.manager,
                                  repo, subscriptions=subscriptions)
         self.thread = ImapServerThread(self.server).start()
-        self._cleanup.insert(0, self.thread.stop)
+        self._exits.callback(self.thread.stop)
 
     def _cassandra(self):
-        from include.stack.endpoints import Endpoints
-        from include.stack.settings import StackSettings
-        from mailserver.blob.s3 import S3BlobStore, S3Config
-        from mailserver.cassandra.config import CassandraConfig
-        from mailserver.cassandra.schema import create_schema
-        from mailserver.cassandra.session import CassandraSession
+        from bench.scratch import scratch_backends, stack_endpoints
         from mailserver.domains.cassandra import CassandraDomainList
         from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
         from mailserver.mailbox.wiring import cassandra_context
         from mailserver.users.cassandra import CassandraUsersRepository
 
-        ep = Endpoints.from_env() or Endpoints.from_settings(StackSettings())
-        config = CassandraConfig(hosts=tuple(ep.cassandra_hosts.split(",")), port=ep.cassandra_port,
-                                 keyspace=f"bench_{uuid.uuid4().hex[:8]}")
-        bootstrap = CassandraSession.connect(config, use_keyspace=False)
-        try:
-            create_schema(bootstrap.session, config)
-        finally:
-            bootstrap.close()
-        session = CassandraSession.connect(config)
-        blobs = S3BlobStore(S3Config(endpoint_url=ep.s3_endpoint, access_key=ep.s3_access_key,
-                                     secret_key=ep.s3_secret_key, region=ep.s3_region,
-                                     default_bucket=f"bench-{uuid.uuid4().hex[:8]}"))
-
-        def drop() -> None:
-            session.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}", timeout=120)
-            session.close()
-            blobs.delete_bucket(blobs.default_bucket)
-
-        self._cleanup.append(drop)
+        session, blobs = self._exits.enter_context(scratch_backends(stack_endpoints()))
         domains = CassandraDomainList(session)
         domains.add(self.domain)
         return (cassandra_context(session, blobs), CassandraUsersRepository(session, domains),
@@ -227,8 +205,7 @@ class World:
         return memory_context(MemoryBlobStore()), MemoryUsersRepository(MemoryDomainList([self.domain])), None
 
     def close(self) -> None:
-        for step in self._cleanup:
-            step()
+        self._exits.close()
 
 
 def run_load(world: World, connections: int, duration: float, size: int, processes: int) -> dict:

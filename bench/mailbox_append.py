@@ -21,12 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from include.stack.endpoints import Endpoints
-from include.stack.settings import StackSettings
-from mailserver.blob.s3 import S3BlobStore, S3Config
-from mailserver.cassandra.config import CassandraConfig
+from bench.scratch import record, scratch_backends, stack_endpoints
 from mailserver.cassandra.faults import statement_target
-from mailserver.cassandra.schema import create_schema
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.wiring import cassandra_context
 from mailserver.model.address import Username
@@ -69,58 +65,39 @@ def main() -> int:
     parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = parser.parse_args()
 
-    ep = Endpoints.from_env() or Endpoints.from_settings(StackSettings())
-    config = CassandraConfig(hosts=tuple(ep.cassandra_hosts.split(",")), port=ep.cassandra_port,
-                             keyspace=f"bench_{uuid.uuid4().hex[:8]}")
-    bootstrap = CassandraSession.connect(config, use_keyspace=False)
-    create_schema(bootstrap.session, config)
-    bootstrap.close()
-    base = CassandraSession.connect(config)
-    session = CountingSession(base.cluster, base.session, config)
-    session.counts = Counter()
-    blobs = S3BlobStore(S3Config(endpoint_url=ep.s3_endpoint, access_key=ep.s3_access_key,
-                                 secret_key=ep.s3_secret_key, region=ep.s3_region,
-                                 default_bucket=f"bench-{uuid.uuid4().hex[:8]}"))
-    ctx = cassandra_context(session, blobs)
-    inbox = MailboxPath.inbox(Username.of("bench@example.com"))
-    ctx.manager.create_mailbox(inbox)
-    session.counts.clear()
-    started = time.perf_counter()
-    try:
+    with scratch_backends(stack_endpoints()) as (base, blobs):
+        session = CountingSession(base.cluster, base.session, base.config)
+        session.counts = Counter()
+        ctx = cassandra_context(session, blobs)
+        inbox = MailboxPath.inbox(Username.of("bench@example.com"))
+        ctx.manager.create_mailbox(inbox)
+        session.counts.clear()
+        started = time.perf_counter()
         for i in range(args.n):
             ctx.manager.append(inbox, make_message(i, args.size))
         elapsed = time.perf_counter() - started
-        writes = {k: v for k, v in session.counts.items() if not k.startswith("SELECT")}
-        reads = {k: v for k, v in session.counts.items() if k.startswith("SELECT")}
-        rate = args.n / elapsed
-        lines = [
-            f"### Mailbox append ({datetime.now(UTC):%Y-%m-%d}, {platform.node() or 'host'}, "
-            f"{os.cpu_count()} cores, Python {platform.python_version()})",
-            "",
-            f"`bench/mailbox_append.py -n {args.n} --size {args.size}`: {args.n} messages in {elapsed:.1f} s = "
-            f"**{rate:.0f} messages/s** (one client thread, synchronous driver calls, local single-node "
-            "Cassandra 5 and S3Proxy on the same 2-core machine).",
-            "",
-            f"Cassandra statements per message: **{sum(writes.values()) / args.n:.1f} writes** and "
-            f"{sum(reads.values()) / args.n:.1f} reads.",
-            "",
-            "| statement | per message |", "|---|---|",
-            *(f"| {k} | {v / args.n:.2f} |" for k, v in sorted(session.counts.items())),
-            "",
-        ]
-        print("\n".join(lines))
-        if args.record:
-            doc = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-            if not doc.exists():
-                doc.write_text("# Benchmarks\n\nFigures measured by the scripts in `bench/`; newest last.\n\n")
-            with doc.open("a") as out:
-                out.write("\n".join(lines) + "\n")
-        return 0
-    finally:
-        base.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}")
-        base.close()
-        blobs.delete_bucket(blobs.default_bucket)
-
+    writes = {k: v for k, v in session.counts.items() if not k.startswith("SELECT")}
+    reads = {k: v for k, v in session.counts.items() if k.startswith("SELECT")}
+    rate = args.n / elapsed
+    lines = [
+        f"### Mailbox append ({datetime.now(UTC):%Y-%m-%d}, {platform.node() or 'host'}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()})",
+        "",
+        f"`bench/mailbox_append.py -n {args.n} --size {args.size}`: {args.n} messages in {elapsed:.1f} s = "
+        f"**{rate:.0f} messages/s** (one client thread, synchronous driver calls, local single-node "
+        "Cassandra 5 and S3Proxy on the same 2-core machine).",
+        "",
+        f"Cassandra statements per message: **{sum(writes.values()) / args.n:.1f} writes** and "
+        f"{sum(reads.values()) / args.n:.1f} reads.",
+        "",
+        "| statement | per message |", "|---|---|",
+        *(f"| {k} | {v / args.n:.2f} |" for k, v in sorted(session.counts.items())),
+        "",
+    ]
+    print("\n".join(lines))
+    if args.record:
+        record(lines)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -119,19 +119,10 @@ def cassandra(cassandra_config):
     Tests share it: they isolate themselves with unique users, mailboxes and ids, never by
     assuming empty tables.
     """
-    from mailserver.cassandra.schema import create_schema
-    from mailserver.cassandra.session import CassandraSession
+    from tests.support.keyspaces import scratch_keyspace
 
-    bootstrap = CassandraSession.connect(cassandra_config, use_keyspace=False)
-    try:
-        create_schema(bootstrap.session, cassandra_config)
-    finally:
-        bootstrap.close()
-    session = CassandraSession.connect(cassandra_config)
-    yield session
-    # Generous: schema changes wait for every node, and a test may have just restarted Cassandra.
-    session.session.execute(f"DROP KEYSPACE IF EXISTS {cassandra_config.keyspace}", timeout=120)
-    session.close()
+    with scratch_keyspace(cassandra_config) as session:
+        yield session
 
 
 @pytest.fixture
@@ -164,19 +155,10 @@ def maintenance_cassandra(cassandra_config):
     """
     from dataclasses import replace
 
-    from mailserver.cassandra.schema import create_schema
-    from mailserver.cassandra.session import CassandraSession
+    from tests.support.keyspaces import scratch_keyspace
 
-    config = replace(cassandra_config, keyspace=cassandra_config.keyspace + "_maint")
-    bootstrap = CassandraSession.connect(config, use_keyspace=False)
-    try:
-        create_schema(bootstrap.session, config)
-    finally:
-        bootstrap.close()
-    session = CassandraSession.connect(config)
-    yield session
-    session.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}", timeout=120)
-    session.close()
+    with scratch_keyspace(replace(cassandra_config, keyspace=cassandra_config.keyspace + "_maint")) as session:
+        yield session
 
 
 @pytest.fixture

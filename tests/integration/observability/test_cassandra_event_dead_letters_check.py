@@ -11,11 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-from mailserver.cassandra.schema import TABLES_BY_NAME, create_schema
+from mailserver.cassandra.schema import TABLES_BY_NAME
 from mailserver.cassandra.session import CassandraSession
 from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters
 from mailserver.events.dead_letters_check import CONTAIN_EVENTS, EventDeadLettersHealthCheck
 from mailserver.observability.health import HealthCheckRunner, Status
+from tests.support.keyspaces import scratch_keyspace
 
 pytestmark = pytest.mark.integration
 
@@ -25,15 +26,8 @@ GROUP = "org.apache.james.mailbox.cassandra.DeleteMessageListener$DeleteMessageL
 @pytest.fixture(scope="module")
 def dead_letters_session(cassandra_config):
     config = replace(cassandra_config, keyspace=cassandra_config.keyspace + "_dl")
-    bootstrap = CassandraSession.connect(config, use_keyspace=False)
-    try:
-        create_schema(bootstrap.session, config, tables=[TABLES_BY_NAME["event_dead_letters"]], types=())
-    finally:
-        bootstrap.close()
-    session = CassandraSession.connect(config)
-    yield session
-    session.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}", timeout=120)
-    session.close()
+    with scratch_keyspace(config, tables=[TABLES_BY_NAME["event_dead_letters"]], types=()) as session:
+        yield session
 
 
 def test_healthy_when_empty_degraded_with_a_dead_letter_healthy_once_redelivered(dead_letters_session):
