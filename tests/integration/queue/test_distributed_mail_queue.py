@@ -19,31 +19,9 @@ from mailserver.queue.serialization import MailReference, serialize_reference
 from mailserver.queue.view import slice_start
 from tests.contract.mail_queue_contract import RAW, SHORT, WAIT, MailQueueContract, make_mail
 from tests.support.clients import amqp_parameters, rabbitmq_management
+from tests.support.distributed_queue_cleanup import delete_rabbitmq_objects
 
 pytestmark = pytest.mark.integration
-
-
-def delete_rabbitmq_objects(stack, factory) -> None:
-    """Delete every queue and exchange the factory's queues declared."""
-    connection = pika.BlockingConnection(amqp_parameters(stack))
-    try:
-        for queue in list(factory._queues.values()):
-            n = queue.names
-            queues = [n.workqueue, n.dead_letter_queue, *(n.delay_queue(ms) for ms in queue.delays())]
-            for name in queues:
-                channel = connection.channel()
-                try:
-                    channel.queue_delete(name)
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass
-            for name in (n.exchange, n.dead_letter_exchange, n.delay_exchange):
-                channel = connection.channel()
-                try:
-                    channel.exchange_delete(name)
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass
-    finally:
-        connection.close()
 
 
 def make_factory(stack, cassandra, s3_blobs, **kwargs) -> DistributedMailQueueFactory:

@@ -17,8 +17,9 @@ import pytest
 from mailserver.queue.api import Outcome
 from mailserver.queue.content import MimeMessageStore
 from tests.contract.mail_queue_contract import SHORT, WAIT, make_mail
-from tests.integration.queue.test_distributed_mail_queue import delete_rabbitmq_objects, make_factory
+from tests.integration.queue.test_distributed_mail_queue import make_factory
 from tests.support.clients import amqp_parameters
+from tests.support.distributed_queue_cleanup import delete_rabbitmq_objects
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,6 @@ import smtplib
 import time
 import uuid
 
-import pika
 import pytest
 
 from mailserver.delivery import DeliveryConfig, RemoteDeliveryWorker, StaticResolver
@@ -35,7 +34,7 @@ from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
 from mailserver.users.cassandra import CassandraUsersRepository
-from tests.support.clients import amqp_parameters
+from tests.support.distributed_queue_cleanup import delete_rabbitmq_objects
 from tests.unit.delivery.delivery_helpers import Sink
 from tests.unit.smtp.smtp_helpers import RawClient
 
@@ -49,26 +48,8 @@ def factory(stack, cassandra, s3_blobs):
     made = DistributedMailQueueFactory(stack.amqp_url, cassandra, s3_blobs,
                                        management_url=stack.rabbitmq_management_url)
     yield made
-    queues = list(made._queues.values())
     made.close()
-    connection = pika.BlockingConnection(amqp_parameters(stack))
-    try:
-        for queue in queues:
-            n = queue.names
-            for name in (n.workqueue, n.dead_letter_queue, *(n.delay_queue(ms) for ms in queue.delays())):
-                channel = connection.channel()
-                try:
-                    channel.queue_delete(name)
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass
-            for name in (n.exchange, n.dead_letter_exchange, n.delay_exchange):
-                channel = connection.channel()
-                try:
-                    channel.exchange_delete(name)
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass
-    finally:
-        connection.close()
+    delete_rabbitmq_objects(stack, made)
 
 
 def name(prefix: str) -> str:
