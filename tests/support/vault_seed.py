@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mailserver.blob.api import BucketName
@@ -55,6 +55,19 @@ def months_from(first: datetime, count: int) -> list[datetime]:
     """``count`` consecutive months from ``first``'s (the same day and time in each)."""
     return [first.replace(year=first.year + (first.month - 1 + i) // 12, month=(first.month - 1 + i) % 12 + 1)
             for i in range(count)]
+
+
+# The purge the vault tests run: 18 months of entries from June 2024 and a retention period that begins on
+# 1 June 2025, so the buckets of the first 12 months have expired and those of the last 6 are kept.
+PURGE_TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"   # James's task type
+PURGE_BEGINNING = "2025-06-01T00:00:01Z"
+
+
+def purge_months(day: int, hour: int) -> tuple[list[datetime], list[str], list[str]]:
+    """The 18 months (2024-06 .. 2025-11, at ``day`` and ``hour`` UTC), the expired buckets and the kept ones."""
+    months = months_from(datetime(2024, 6, day, hour, tzinfo=UTC), 18)
+    buckets = [bucket_for(month) for month in months]
+    return months, buckets[:12], buckets[12:]
 
 
 def _entry(deleted_at: datetime, owner: str) -> SeededEntry:

@@ -9,17 +9,18 @@ The volume and a real kill are tests/integration/vault/test_purge_vault_job.py's
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
 import pytest
 
 from tests.e2e.maintenance.conftest import run_dag
 from tests.support.vault_seed import (
+    PURGE_BEGINNING,
+    PURGE_TASK_TYPE,
     expected_state,
     listed_months,
     metadata_rows,
-    months_from,
     prefixed_vault_store,
+    purge_months,
     s3_listing,
     seed_vault,
     storage_rows,
@@ -28,11 +29,7 @@ from tests.support.vault_seed import (
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 DAG_ID = "purge_deleted_messages_vault"
-TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
-MONTHS = months_from(datetime(2024, 6, 3, 8, tzinfo=UTC), 18)     # 2024-06 .. 2025-11
-BEGINNING = "2025-06-01T00:00:01Z"   # 12 months expired, 6 kept
-EXPIRED = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[:12]]
-KEPT = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[12:]]
+MONTHS, EXPIRED, KEPT = purge_months(day=3, hour=8)
 PER_MONTH = 5
 
 
@@ -58,14 +55,14 @@ def test_dry_run_lists_and_writes_nothing_then_the_purge_deletes_the_expired_mon
     expired = [e for e in entries if e.bucket in EXPIRED]
     before = vault_state(session, vault_store)
     assert before == expected_state(entries)
-    conf = {"beginning_of_retention": BEGINNING, "bucket_prefix": vault_store.config.bucket_prefix, "slices": 2}
+    conf = {"beginning_of_retention": PURGE_BEGINNING, "bucket_prefix": vault_store.config.bucket_prefix, "slices": 2}
 
     run, states, summary = run_dag(DAG_ID, {**conf, "dry_run": True})
     assert run.state == "success", states
-    assert summary["outcome"] == "DRY_RUN" and summary["type"] == TASK_TYPE
+    assert summary["outcome"] == "DRY_RUN" and summary["type"] == PURGE_TASK_TYPE
     assert summary["detected"] == {b: PER_MONTH for b in EXPIRED}
     assert summary["wouldDeleteBuckets"] == EXPIRED and summary["deletedBuckets"] == []
-    report = MaintenanceReportHook().read(TASK_TYPE, f"{DAG_ID}/{run.run_id}")
+    report = MaintenanceReportHook().read(PURGE_TASK_TYPE, f"{DAG_ID}/{run.run_id}")
     assert {(i["bucketname"], i["owner"], i["messageid"]) for i in report["detectedItems"]} == \
         {(e.bucket, e.owner, e.message_id) for e in expired}
     assert vault_state(session, vault_store) == before

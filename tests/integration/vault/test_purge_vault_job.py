@@ -22,7 +22,6 @@ import os
 import time
 import uuid
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -35,11 +34,13 @@ from mailserver.vault.cassandra import cassandra_vault
 from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
 from tests.support.maintenance import report_of, spark_submit
 from tests.support.vault_seed import (
+    PURGE_BEGINNING,
+    PURGE_TASK_TYPE,
     content,
     expected_state,
     listed_months,
     metadata_rows,
-    months_from,
+    purge_months,
     s3_listing,
     seed_vault,
     storage_rows,
@@ -48,15 +49,11 @@ from tests.support.vault_seed import (
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 JOB = "purge_deleted_messages_vault"
-TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
 SCALE = float(os.environ.get("VAULT_PURGE_SCALE", "0.02"))
 ENTRIES = max(360, int(100_000 * SCALE))
 OWNERS = [f"owner{n}@vault.example" for n in range(max(4, ENTRIES // 1000))]
 SLICES = 8
-MONTHS = months_from(datetime(2024, 6, 10, 12, tzinfo=UTC), 18)     # 2024-06 .. 2025-11
-BEGINNING = "2025-06-01T00:00:01Z"   # 2024-06 .. 2025-05 ended before it: 12 expired months, 6 kept
-EXPIRED = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[:12]]
-KEPT = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[12:]]
+MONTHS, EXPIRED, KEPT = purge_months(day=10, hour=12)
 
 
 def seeded_months_listing(store) -> dict[str, dict[str, int]]:
@@ -91,7 +88,7 @@ def test_a_killed_purge_started_again_deletes_exactly_the_expired_entries_and_a_
     env = {**spark_env, "S3_BUCKET_PREFIX": vault_s3.config.bucket_prefix}
     run_key = f"purge-{uuid.uuid4().hex[:8]}"
     args = ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
-            "--keyspace", session.keyspace, "--beginning-of-retention", BEGINNING, "--slices", str(SLICES)]
+            "--keyspace", session.keyspace, "--beginning-of-retention", PURGE_BEGINNING, "--slices", str(SLICES)]
 
     # 1. killed once a slice is checkpointed (the rate keeps the repair over ~20 s: not done by then).
     session.session.execute(CHECKPOINTS_DDL, timeout=60)   # the job creates it too; the poll needs it now
@@ -102,7 +99,7 @@ def test_a_killed_purge_started_again_deletes_exactly_the_expired_entries_and_a_
     try:
         while time.monotonic() < deadline and slow.poll() is None:
             done = session.execute("SELECT slice FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
-                                   (TASK_TYPE, run_key))
+                                   (PURGE_TASK_TYPE, run_key))
             if done:
                 break
             time.sleep(0.2)
@@ -115,7 +112,7 @@ def test_a_killed_purge_started_again_deletes_exactly_the_expired_entries_and_a_
     stderr = Path(slow.args[slow.args.index("--py-files") + 1]).with_name("stderr").read_text()
     assert ended is None, f"the purge ended by itself ({ended}) before it was killed:\n{stderr[-4000:]}"
     checkpoints = session.execute("SELECT slice, counters FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
-                                  (TASK_TYPE, run_key))
+                                  (PURGE_TASK_TYPE, run_key))
     checkpointed = {r["slice"] for r in checkpoints}
     counted_before_kill = sum((r["counters"] or {}).get("deletedEntries", 0) for r in checkpoints)
     per_month = Counter(bucket for bucket, _, _ in metadata_rows(session))
@@ -133,7 +130,7 @@ def test_a_killed_purge_started_again_deletes_exactly_the_expired_entries_and_a_
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     report = report_of(resumed.stdout)
     assert report["outcome"] == "COMPLETED", report
-    assert report["type"] == TASK_TYPE and report["beginningOfRetentionPeriod"] == "2025-06-01T00:00:01+00:00"
+    assert report["type"] == PURGE_TASK_TYPE and report["beginningOfRetentionPeriod"] == "2025-06-01T00:00:01+00:00"
     assert set(report["slices"]["skippedAlreadyDone"]) == checkpointed
     assert set(report["slices"]["repaired"]) == set(range(SLICES)) - checkpointed
     # Slices checkpointed before the kill count through their checkpoints; the entries the interrupted

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from datetime import UTC, datetime
 
 import pytest
 
@@ -28,13 +27,15 @@ from spark_apps.common.mail_blobs import S3Access
 from spark_apps.common.vault_purge import PurgeTarget, purge_owner_partitions
 from tests.support.maintenance import report_of, spark_submit
 from tests.support.vault_seed import (
+    PURGE_BEGINNING,
+    PURGE_TASK_TYPE,
     SeededEntry,
     content,
     expected_state,
     listed_months,
     metadata_rows,
-    months_from,
     prefixed_vault_store,
+    purge_months,
     s3_listing,
     seed_vault,
     storage_rows,
@@ -43,11 +44,7 @@ from tests.support.vault_seed import (
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 JOB = "purge_deleted_messages_vault"
-TASK_TYPE = "deleted-messages-blob-store-based-garbage-collection"
-MONTHS = months_from(datetime(2024, 6, 20, 9, tzinfo=UTC), 18)     # 2024-06 .. 2025-11
-BEGINNING = "2025-06-01T00:00:01Z"   # 12 months expired, 6 kept
-EXPIRED = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[:12]]
-KEPT = [f"deleted-messages-{m:%Y-%m}-01" for m in MONTHS[12:]]
+MONTHS, EXPIRED, KEPT = purge_months(day=20, hour=9)
 OWNERS = [f"resume{n}@vault.example" for n in range(4)]
 
 
@@ -86,7 +83,7 @@ def test_a_purge_killed_between_owners_is_finished_by_the_next_run_exactly(
     # What a killed run leaves: owners 0 and 1 purged in every expired month, owner 2 caught in a flush.
     target = PurgeTarget(CqlEndpoint(stack.cassandra_hosts, stack.cassandra_port, session.keyspace),
                          S3Access(stack.s3_endpoint, stack.s3_access_key, stack.s3_secret_key, stack.s3_region),
-                         prefix, TASK_TYPE, f"killed-{uuid.uuid4().hex[:8]}")
+                         prefix, PURGE_TASK_TYPE, f"killed-{uuid.uuid4().hex[:8]}")
     killed = purge_owner_partitions(target, [(month, owner) for month in EXPIRED for owner in OWNERS[:2]])
     assert killed.failures == [] and sum(killed.entries.values()) == 12 * 2 * 3
     caught = [e for e in entries if e.bucket == EXPIRED[0] and e.owner == OWNERS[2]]
@@ -100,12 +97,12 @@ def test_a_purge_killed_between_owners_is_finished_by_the_next_run_exactly(
 
     env = {**spark_env, "S3_BUCKET_PREFIX": prefix}
     args = ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
-            "--keyspace", session.keyspace, "--beginning-of-retention", BEGINNING, "--slices", "4",
+            "--keyspace", session.keyspace, "--beginning-of-retention", PURGE_BEGINNING, "--slices", "4",
             "--run-key", f"restart-{uuid.uuid4().hex[:8]}"]
     restarted = spark_submit(JOB, args, env)
     assert restarted.returncode == 0, restarted.stderr[-4000:]
     report = report_of(restarted.stdout)
-    assert report["outcome"] == "COMPLETED" and report["type"] == TASK_TYPE, report
+    assert report["outcome"] == "COMPLETED" and report["type"] == PURGE_TASK_TYPE, report
     assert report["detected"] == {b: 6 for b in EXPIRED}             # only what the killed run had not done
     assert report["deletedEntries"] == len(left) == 12 * 2 * 3
     assert report["deletedOrphanObjects"] == 1                       # found by listing what was left
