@@ -10,10 +10,14 @@ failing the write production would fail.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -147,6 +151,24 @@ def spark_submit(job: str, args: list[str], env: dict[str, str], *, timeout: int
     # Files, not pipes: nobody reads while it runs, and a full pipe would block Spark's logging.
     return subprocess.Popen(cmd, env=env, stdout=(tmp / "stdout").open("w"), stderr=(tmp / "stderr").open("w"),
                             text=True, start_new_session=True)
+
+
+def kill_when(slow: subprocess.Popen, reached: Callable[[], bool], *, every: float, timeout: float = 600) -> None:
+    """Kills a job ``spark_submit(wait=False)`` started (its whole process group) once ``reached()`` holds,
+    checked every ``every`` seconds; fails, with the end of its stderr, when the job ended by itself first."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and slow.poll() is None:
+            if reached():
+                break
+            time.sleep(every)
+    finally:
+        ended = slow.poll()
+        with contextlib.suppress(ProcessLookupError):   # the whole group may be gone when the job ended
+            os.killpg(slow.pid, signal.SIGKILL)
+        slow.wait(timeout=60)
+    stderr = Path(slow.args[slow.args.index("--py-files") + 1]).with_name("stderr").read_text()
+    assert ended is None, f"the slow run ended by itself ({ended}) before it was killed:\n{stderr[-4000:]}"
 
 
 def report_of(stdout: str) -> dict[str, Any]:

@@ -9,12 +9,8 @@ started again with the same run key finishes the rest; what it published twice i
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -33,7 +29,7 @@ from tests.support.event_bus_maintenance import (
 )
 from tests.support.events import eventually
 from tests.support.mailserver_process import IsolatedVhost
-from tests.support.maintenance import report_of, spark_submit
+from tests.support.maintenance import kill_when, report_of, spark_submit
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -151,20 +147,7 @@ def test_a_killed_redelivery_resumes_and_finishes_the_rest(stack, spark_env, mai
 
     session.session.execute(CHECKPOINTS_DDL, timeout=60)   # the job creates it too; the poll needs it now
     slow = spark_submit(JOB, [*args, "--rate", "50"], spark_env, wait=False)
-    remaining = seeded.total
-    deadline = time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline and slow.poll() is None:
-            remaining = sum(dead_letter_counts(session).values())
-            if remaining <= seeded.total * 0.6:
-                break
-            time.sleep(0.5)
-    finally:
-        ended = slow.poll()
-        os.killpg(slow.pid, signal.SIGKILL)
-        slow.wait(timeout=60)
-    stderr = Path(slow.args[slow.args.index("--py-files") + 1]).with_name("stderr").read_text()
-    assert ended is None, f"the slow run ended by itself ({ended}) before it was killed:\n{stderr[-4000:]}"
+    kill_when(slow, lambda: sum(dead_letter_counts(session).values()) <= seeded.total * 0.6, every=0.5)
     remaining = sum(dead_letter_counts(session).values())
     assert 0 < remaining < seeded.total
     checkpoints = session.execute("SELECT slice, counters FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",

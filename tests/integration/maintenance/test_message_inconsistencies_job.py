@@ -8,11 +8,7 @@ scenario once). Checked with CQL by the test, never by the job.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +18,7 @@ from mailserver.model.flags import Flags, SystemFlag
 from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
 from tests.support.maintenance import (
     fail_once,
+    kill_when,
     metadata,
     report_of,
     seed_mail,
@@ -79,20 +76,13 @@ def test_a_killed_repair_resumes_and_skips_the_slices_already_done(stack, spark_
     session.session.execute(CHECKPOINTS_DDL, timeout=60)   # the job creates it too; the poll needs it now
     slow = spark_submit(JOB, [*args, "--rate", "2"], spark_env, wait=False)
     done: list = []
-    deadline = time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline and slow.poll() is None:
-            done = session.execute("SELECT slice FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
-                                   ("solve-message-inconsistencies", run_key))
-            if len(done) >= 2:
-                break
-            time.sleep(0.3)
-    finally:
-        ended = slow.poll()
-        os.killpg(slow.pid, signal.SIGKILL)
-        slow.wait(timeout=60)
-    stderr = Path(slow.args[slow.args.index("--py-files") + 1]).with_name("stderr").read_text()
-    assert ended is None, f"the slow run ended by itself ({ended}) before it was killed:\n{stderr[-4000:]}"
+
+    def two_slices_done() -> bool:
+        done[:] = session.execute("SELECT slice FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
+                                  ("solve-message-inconsistencies", run_key))
+        return len(done) >= 2
+
+    kill_when(slow, two_slices_done, every=0.3)
     assert 2 <= len(done) < 8, f"the slow run should be killed mid-repair, it had done {len(done)} slices"
     checkpoints = session.execute("SELECT slice, counters FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
                                   ("solve-message-inconsistencies", run_key))
