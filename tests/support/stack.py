@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TypeVar
 
 from include.stack.endpoints import Endpoints
 from include.stack.manager import BACKENDS, StackManager
+from include.stack.services.base import Service
 from tests.support import clients
 
 
@@ -110,3 +113,24 @@ def _opensearch_ping(ep: Endpoints) -> None:
     status = clients.opensearch_client(ep).cluster.health()["status"]
     if status == "red":
         raise RuntimeError("cluster status red")
+
+
+ServiceT = TypeVar("ServiceT", bound=Service)
+
+
+@contextmanager
+def service_for_the_block(name: str, kind: type[ServiceT]) -> Iterator[ServiceT]:
+    """A stack service outside the backends (the Spark cluster, the Cassandra cluster), ready: started for the
+    block when it was not running, and then stopped; otherwise left as found (a part the block stopped, a
+    cluster node say, is started again)."""
+    service = StackManager(log=lambda _line: None).services[name]
+    assert isinstance(service, kind)
+    started = service.ensure_started()
+    try:
+        service.wait_ready()
+        yield service
+    finally:
+        if started:
+            service.stop()
+        elif service.ensure_started():
+            service.wait_ready()

@@ -36,7 +36,6 @@ from email.parser import BytesHeaderParser
 import pytest
 
 from include.stack import processes
-from include.stack.manager import StackManager
 from include.stack.services.cassandra_cluster import ADDRESSES, CassandraCluster, ClusterNode
 from mailserver.blob.s3 import S3BlobStore, S3Config
 from mailserver.cassandra.config import CassandraConfig
@@ -52,6 +51,7 @@ from tests.e2e.mailflow.test_crash_recovery import Sender
 from tests.integration.maintenance.test_message_inconsistencies_job import break_messages, projection_equals_truth
 from tests.support.mailserver_process import IsolatedVhost, ServerProcess, mailet_container_for_tests, server_env
 from tests.support.maintenance import report_of, seed_mail, spark_submit
+from tests.support.stack import service_for_the_block
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.cassandra_cluster, pytest.mark.cluster_suite]
 
@@ -71,17 +71,8 @@ REPAIR_COUNTERS = ("addedMessageIdEntries", "removedMessageIdEntries", "updatedM
 def cassandra_cluster(stack) -> Iterator[CassandraCluster]:
     """The stack's three-node cluster: started for this module when it is not running (then stopped),
     otherwise left as found (a node the test killed is started again)."""
-    cluster = StackManager(log=lambda _line: None).services["cassandra-cluster"]
-    assert isinstance(cluster, CassandraCluster)
-    started = cluster.ensure_started()
-    try:
-        cluster.wait_ready()
+    with service_for_the_block("cassandra-cluster", CassandraCluster) as cluster:
         yield cluster
-    finally:
-        if started:
-            cluster.stop()
-        elif cluster.ensure_started():
-            cluster.wait_ready()
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from include.stack.manager import StackManager
 from include.stack.services.spark import SparkStandalone
 from mailserver.search.config import SearchConfig
 from mailserver.search.index import ensure_index, make_client
@@ -27,6 +26,7 @@ from tests.integration.maintenance.test_message_inconsistencies_job import break
 from tests.integration.maintenance.test_reindex_mailboxes_job import indexed, truth
 from tests.support.mail_projections import mailbox_context, seed_users
 from tests.support.maintenance import seed_mail
+from tests.support.stack import service_for_the_block
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -34,16 +34,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 @pytest.fixture(scope="module")
 def spark_cluster(stack) -> Iterator[SparkStandalone]:
     """The stack's Spark cluster, started for these tests when it is not running (and then stopped)."""
-    manager = StackManager(log=lambda _line: None)
-    cluster = manager.services["spark"]
-    assert isinstance(cluster, SparkStandalone)
-    started = cluster.ensure_started()
-    try:
-        cluster.wait_ready()
+    with service_for_the_block("spark", SparkStandalone) as cluster:
         yield cluster
-    finally:
-        if started:
-            cluster.stop()
 
 
 def point_spark_at(cluster: SparkStandalone, monkeypatch: pytest.MonkeyPatch) -> None:
