@@ -19,6 +19,7 @@ from mailserver.model.mail import ERROR, Mail
 from mailserver.model.quota import QuotaLimits, QuotaRoot
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import MemoryMailQueueFactory
+from mailserver.repository.api import MailRepository
 from mailserver.repository.cassandra import CassandraMailRepositoryStore
 from tests.unit.mailets.support import Env, container_of, make_mail, memory_env, run_spool
 
@@ -95,33 +96,35 @@ def test_over_quota_then_reprocessing_delivers(env: Env):
     assert repository.retrieve(kept.name) is None
 
 
-def test_failing_mailet_error_repository_then_reprocessing(env: Env, monkeypatch):
-    alice = user(env, "alice")
-    monkeypatch.setattr(AddDeliveredToHeader, "service", lambda self, mail: 1 / 0)
-    mail = submit(env, make_mail(alice))
+def kept_after_a_failing_mailet(env: Env, recipient: str) -> tuple[MailRepository, Mail]:
+    """A mail to ``recipient`` that AddDeliveredToHeader failed on (a division by zero), as the error repository
+    keeps it; the mailet works again afterwards."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AddDeliveredToHeader, "service", lambda self, mail: 1 / 0)
+        mail = submit(env, make_mail(recipient))
     repository = env.repositories.select(ERROR_REPO)
     kept = repository.retrieve(mail.name)
     assert kept is not None
+    return repository, kept
+
+
+def test_failing_mailet_error_repository_then_reprocessing(env: Env):
+    alice = user(env, "alice")
+    repository, kept = kept_after_a_failing_mailet(env, alice)
     assert kept.error_message.startswith("Exception calling AddDeliveredToHeader: division by zero")
     assert "org.apache.james.MailetError" not in kept.attributes
-    monkeypatch.undo()
-    reprocess(repository, mail.name, "transport", env.spool)
+    reprocess(repository, kept.name, "transport", env.spool)
     run_spool(env, container_of(env))
     assert len(env.inbox(alice)) == 1
 
 
-def test_reprocessing_in_this_thread_reads_the_content_before_the_repository_deletes_it(env: Env, monkeypatch):
+def test_reprocessing_in_this_thread_reads_the_content_before_the_repository_deletes_it(env: Env):
     """The container target: the entry is removed first, its blobs only once the chain is done with them
     (without deduplication they are really deleted: nothing may be left behind either)."""
     alice = user(env, "alice")
-    monkeypatch.setattr(AddDeliveredToHeader, "service", lambda self, mail: 1 / 0)
-    mail = submit(env, make_mail(alice))
-    repository = env.repositories.select(ERROR_REPO)
-    kept = repository.retrieve(mail.name)
-    assert kept is not None
-    monkeypatch.undo()
-    reprocess(repository, mail.name, "transport", container_of(env))
-    assert len(env.inbox(alice)) == 1 and repository.retrieve(mail.name) is None
+    repository, kept = kept_after_a_failing_mailet(env, alice)
+    reprocess(repository, kept.name, "transport", container_of(env))
+    assert len(env.inbox(alice)) == 1 and repository.retrieve(kept.name) is None
     blobs = env.contents.blobs
     assert [blobs.exists(blobs.default_bucket, b) for b in (kept.content.header_blob_id, kept.content.body_blob_id)] \
         == [blobs.deduplicating] * 2
