@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import pytest
 
 from mailserver.cassandra.versions import LATEST
-from tests.unit.dags.dag_files import dag_module
 
 DAG_ID = "cassandra_schema_migration"
 TRANSITIONS = [f"to_{v}" for v in range(11, LATEST + 1)]
@@ -24,11 +23,6 @@ def dag():
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     assert DAG_ID not in {os.path.basename(f).removesuffix(".py") for f in bag.import_errors}
     return bag.get_dag(DAG_ID)
-
-
-@pytest.fixture(scope="module")
-def module():
-    return dag_module(DAG_ID)
 
 
 def test_monthly_intervals_so_a_backfill_makes_one_run_per_month(dag):

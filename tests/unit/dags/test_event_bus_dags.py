@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 from pathlib import Path
 
 import pytest
 
-DAGS_DIR = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+from tests.unit.dags.dag_files import dag_module
+
 REDELIVER, RECONCILE = "redeliver_event_dead_letters", "reconcile_event_bus_groups"
 GROUP = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"
 INSERTION_ID = "6f1e2d3c-0a1b-11ef-9f1a-0242ac120002"
-
-
-@pytest.fixture(scope="module")
-def dagbag():
-    from airflow.dag_processing.dagbag import DagBag
-
-    bag = DagBag(dag_folder=str(DAGS_DIR))
-    assert bag.import_errors == {}
-    return bag
-
-
-def module(dag_id: str):
-    spec = importlib.util.spec_from_file_location(f"{dag_id}_under_test", DAGS_DIR / f"{dag_id}.py")
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
 
 
 def test_the_integrity_test_picks_both_dags_up(dagbag):
@@ -58,7 +41,7 @@ def test_redelivery_params_are_validated(dagbag):
                       ("events_per_second", "fast"), ("slices", 0), ("dry_run", "yes")]:
         assert name in (refusal(dag, {name: bad}) or "")
     assert "param group: missing: scope='group' needs it" in refusal(dag, {"scope": "group"})
-    checks = module(REDELIVER)
+    checks = dag_module(REDELIVER)
     checks.validate_params({"scope": "event", "group": GROUP, "insertion_id": INSERTION_ID})
     with pytest.raises(ValueError, match="needs a group"):
         checks.validate_params({"scope": "group", "group": None, "insertion_id": None})
@@ -67,7 +50,7 @@ def test_redelivery_params_are_validated(dagbag):
 
 
 def test_redelivery_job_arguments():
-    job_args = module(REDELIVER).job_args
+    job_args = dag_module(REDELIVER).job_args
     assert job_args({"slices": 8, "scope": "all", "dry_run": True}) == ["--slices", "8", "--scope", "all", "--dry-run"]
     assert job_args({"slices": 2, "scope": "event", "group": GROUP, "insertion_id": INSERTION_ID,
                      "events_per_second": 50, "dry_run": False}) == [

@@ -3,35 +3,17 @@ their validation, the job arguments, and the Spark operator's broker settings an
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 import zipfile
-from pathlib import Path
 
 import pytest
 
-DAGS_DIR = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+from tests.unit.dags.dag_files import dag_module
+
 DRAIN, FLUSH, REPROCESS, RECOVER = ("drain_mail_queue", "flush_delayed_mails", "reprocess_mail_repository",
                                     "recover_lost_mails")
 SPARK_TASKS = {DRAIN: "detect_drain_verify", FLUSH: "detect_flush_verify", REPROCESS: "detect_reprocess_verify",
                RECOVER: "detect_recover_verify"}
-
-
-@pytest.fixture(scope="module")
-def dagbag():
-    from airflow.dag_processing.dagbag import DagBag
-
-    bag = DagBag(dag_folder=str(DAGS_DIR))
-    assert bag.import_errors == {}
-    return bag
-
-
-def module(dag_id: str):
-    spec = importlib.util.spec_from_file_location(f"{dag_id}_under_test", DAGS_DIR / f"{dag_id}.py")
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
 
 
 def params_of(dag) -> dict:
@@ -83,7 +65,7 @@ def test_params_are_validated(dagbag, dag_id, name, bad):
 
 
 def test_drain_refuses_contradictory_params():
-    validate = module(DRAIN).validate_params
+    validate = dag_module(DRAIN).validate_params
     ok = {"action": "move", "repository": "cassandra://var/mail/drained/", "sender": "s@bad.example"}
     validate(ok)
     validate({"action": "hold", "hold_for": "2h", "recipient": "*@y.org"})
@@ -98,7 +80,7 @@ def test_drain_refuses_contradictory_params():
 
 
 def test_job_arguments():
-    drain = module(DRAIN).job_args
+    drain = dag_module(DRAIN).job_args
     assert drain({"queue": "spool", "action": "move", "repository": "cassandra://var/mail/drained/",
                   "sender": "s@bad.example", "older_than": "2h", "slices": 4, "rate": 50, "dry_run": True}) == [
         "--queue", "spool", "--action", "move", "--sender", "s@bad.example", "--older-than", "2h",
@@ -107,13 +89,13 @@ def test_job_arguments():
                   "name": "m1", "slices": 8, "blob_bucket": "mails"}) == [
         "--queue", "outgoing", "--action", "hold", "--name", "m1", "--hold-for", "1h", "--slices", "8",
         "--blob-bucket", "mails"]
-    assert module(FLUSH).job_args({"queue": "outgoing", "rate": None, "dry_run": False}) == ["--queue", "outgoing"]
-    assert module(REPROCESS).job_args({"repository": "cassandra://var/mail/error/", "target_queue": "spool",
+    assert dag_module(FLUSH).job_args({"queue": "outgoing", "rate": None, "dry_run": False}) == ["--queue", "outgoing"]
+    assert dag_module(REPROCESS).job_args({"repository": "cassandra://var/mail/error/", "target_queue": "spool",
                                        "target_processor": "transport", "recipient": "*@local.test", "limit": 10,
                                        "slices": 2}) == [
         "--repository", "cassandra://var/mail/error/", "--queue", "spool", "--recipient", "*@local.test",
         "--processor", "transport", "--limit", "10", "--slices", "2"]
-    assert module(RECOVER).job_args({"older_than": "1h", "target_queue": "spool", "orphan_min_age": "15m",
+    assert dag_module(RECOVER).job_args({"older_than": "1h", "target_queue": "spool", "orphan_min_age": "15m",
                                      "orphan_max_age": "7d", "intake_signature": "JAMES SMTP Server",
                                      "queue": None, "check_broker": False, "scan_orphans": False,
                                      "move_browse_start": False, "slices": 8, "dry_run": True}) == [
@@ -133,21 +115,21 @@ def test_the_jobs_parse_what_the_dags_give(monkeypatch):
     monkeypatch.setenv("S3_ENDPOINT", "http://127.0.0.1:9000")
     monkeypatch.setenv("RABBITMQ_MANAGEMENT_URL", "http://127.0.0.1:15672")
     _, _, options, running = ProcedureRunner(DrainMailQueue()).parse(
-        module(DRAIN).job_args({"queue": "spool", "action": "hold", "hold_for": "2h", "sender": "*@bad.example",
+        dag_module(DRAIN).job_args({"queue": "spool", "action": "hold", "hold_for": "2h", "sender": "*@bad.example",
                                 "slices": 4, "dry_run": True}))
     assert options.dry_run and running["action"] == "hold" and running["holdFor"] == "7200s"
     assert running["sender"] == "*@bad.example"
-    _, _, _, running = ProcedureRunner(ReprocessMailRepository()).parse(module(REPROCESS).job_args(
+    _, _, _, running = ProcedureRunner(ReprocessMailRepository()).parse(dag_module(REPROCESS).job_args(
         {"repository": "cassandra://var/mail/error/", "target_queue": "spool", "limit": 3, "slices": 8}))
     assert running["repositoryPath"] == "var/mail/error/" and running["limit"] == 3
-    _, _, _, running = ProcedureRunner(RecoverLostMails()).parse(module(RECOVER).job_args(
+    _, _, _, running = ProcedureRunner(RecoverLostMails()).parse(dag_module(RECOVER).job_args(
         {"older_than": "0s", "target_queue": "spool", "orphan_min_age": "0s", "orphan_max_age": "1d",
          "intake_signature": "JAMES SMTP Server", "queue": "spool", "check_broker": True, "scan_orphans": True,
          "move_browse_start": True, "slices": 2}))
     assert running["queues"] == ["spool"] and running["olderThan"] == "0s" and running["checkBroker"]
     from spark_apps.jobs.flush_delayed_mails import parse as parse_flush
 
-    args, _, options = parse_flush(module(FLUSH).job_args({"queue": "outgoing", "rate": 5, "blob_bucket": "mails",
+    args, _, options = parse_flush(dag_module(FLUSH).job_args({"queue": "outgoing", "rate": 5, "blob_bucket": "mails",
                                                            "dry_run": True}))
     assert (args.queue, args.blob_bucket, options.rate, options.dry_run) == ("outgoing", "mails", 5.0, True)
     with pytest.raises(SystemExit):   # argparse refuses what the job refuses

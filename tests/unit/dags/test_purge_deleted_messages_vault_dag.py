@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.dags.dag_files import dag_module, parsed_dag
+from tests.unit.dags.dag_files import dag_module
 
 DAG_ID = "purge_deleted_messages_vault"
-
-
-@pytest.fixture(scope="module")
-def dag():
-    return parsed_dag(DAG_ID)
-
-
-@pytest.fixture(scope="module")
-def module():
-    return dag_module(DAG_ID)
 
 
 def test_not_scheduled_as_shipped_and_says_so(dag):
@@ -28,7 +18,6 @@ def test_not_scheduled_as_shipped_and_says_so(dag):
 
 def test_once_enabled_runs_on_the_first_of_the_month_and_says_it_deletes(monkeypatch):
     """The guide: purge on the 1st of each month."""
-    from tests.unit.dags.dag_files import dag_module
 
     monkeypatch.setenv("MAILPLATFORM_SCHEDULE__PURGE_DELETED_MESSAGES_VAULT", "on")
     enabled = dag_module(DAG_ID).dag

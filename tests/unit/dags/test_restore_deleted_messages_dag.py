@@ -6,20 +6,8 @@ import json
 
 import pytest
 
-from tests.unit.dags.dag_files import dag_module, parsed_dag
-
 DAG_ID = "restore_deleted_messages"
 QUERY = {"combinator": "and", "criteria": [{"fieldName": "subject", "operator": "contains", "value": "invoice"}]}
-
-
-@pytest.fixture(scope="module")
-def dag():
-    return parsed_dag(DAG_ID)
-
-
-@pytest.fixture(scope="module")
-def module():
-    return dag_module(DAG_ID)
 
 
 def test_params_checked_then_gate_then_spark_job_then_report(dag):

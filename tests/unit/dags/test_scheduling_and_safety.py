@@ -7,23 +7,12 @@ no repair unless allowed; every DAG is owned by the team and alerts through one 
 
 from __future__ import annotations
 
-import os
-
 import pendulum
 import pytest
 
 from tests.unit.dags.dag_files import dag_module
 
 REPAIRS_AND_PURGES = ("detect_cassandra_inconsistencies", "purge_deleted_messages_vault")
-
-
-@pytest.fixture(scope="module")
-def dagbag():
-    from airflow.dag_processing.dagbag import DagBag
-
-    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    assert bag.import_errors == {}
-    return bag
 
 
 def test_no_dag_is_scheduled_as_shipped(dagbag):
