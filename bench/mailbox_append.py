@@ -99,5 +99,6 @@ def main() -> int:
         record(lines)
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,7 +22,10 @@ class RecordingThrottle:
         self.clock = ManualClock()
         self.delays: list[float] = []
         self.metrics = Metrics()
-        self.throttle = AuthThrottle(config, metrics=self.metrics, clock=self.clock, sleep=self._sleep)
+        self.auth_throttle = AuthThrottle(config, metrics=self.metrics, clock=self.clock, sleep=self._sleep)
 
     async def _sleep(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+    def meter(self, name: str) -> float:
+        return self.metrics.meter(name).collect()[0].samples[0].value

@@ -17,10 +17,8 @@ from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
 from mailserver.mailbox.wiring import memory_context
-from mailserver.observability.metrics import Metrics
 from mailserver.users.memory import MemoryUsersRepository
 from tests.support.auth_throttle import RecordingThrottle, few_failures_config
-from tests.support.clock import ManualClock
 
 USER, PASSWORD = "alice@imap.test", "s3cret-Passw0rd"
 ATTACKER, OWNER = "127.0.0.2", "127.0.0.1"
@@ -54,9 +52,7 @@ class Client:
 @dataclass
 class World:
     port: int
-    clock: ManualClock
-    delays: list[float]
-    metrics: Metrics
+    throttle: RecordingThrottle
 
     def login(self, source: str, password: str, *, user: str = USER) -> str:
         client = Client(self.port, source)
@@ -65,21 +61,18 @@ class World:
         finally:
             client.close()
 
-    def meter(self, name: str) -> float:
-        return self.metrics.meter(name).collect()[0].samples[0].value
-
 
 @pytest.fixture
 def world() -> Iterator[World]:
     ctx = memory_context(MemoryBlobStore())
     users = MemoryUsersRepository(MemoryDomainList(["imap.test"]))
     users.add_user(USER, PASSWORD)
-    recording = RecordingThrottle(few_failures_config(WINDOW))
-    server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager, users, metrics=recording.metrics,
-                        auth_throttle=recording.throttle)
+    throttle = RecordingThrottle(few_failures_config(WINDOW))
+    server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager, users, metrics=throttle.metrics,
+                        auth_throttle=throttle.auth_throttle)
     thread = ImapServerThread(server).start()
     try:
-        yield World(thread.port, recording.clock, recording.delays, recording.metrics)
+        yield World(thread.port, throttle)
     finally:
         thread.stop()
 
@@ -92,10 +85,10 @@ def test_guesses_from_one_address_are_delayed_then_refused_as_unavailable(world)
     replies = hammer(world, 5)
     assert replies[:3] == ["NO [AUTHENTICATIONFAILED] Authentication failed"] * 3
     assert replies[3:] == [f"NO [UNAVAILABLE] Too many authentication failures, try again in {int(WINDOW)} seconds"] * 2
-    assert world.delays == [0.5, 1.0]
+    assert world.throttle.delays == [0.5, 1.0]
     assert world.login(ATTACKER, PASSWORD).startswith("NO [UNAVAILABLE]")   # refused without checking the password
-    assert world.meter("authenticationFailures:IMAP") == 3
-    assert world.meter("authenticationRefusals:IMAP") == 3
+    assert world.throttle.meter("authenticationFailures:IMAP") == 3
+    assert world.throttle.meter("authenticationRefusals:IMAP") == 3
 
 
 def test_the_owner_logs_in_from_another_address_while_the_guesser_is_refused(world):
@@ -106,9 +99,9 @@ def test_the_owner_logs_in_from_another_address_while_the_guesser_is_refused(wor
 
 def test_the_refusal_ends_by_itself_once_the_failures_leave_the_window(world):
     hammer(world, 3)
-    world.clock.now += WINDOW - 1
+    world.throttle.clock.now += WINDOW - 1
     assert world.login(ATTACKER, PASSWORD).startswith("NO [UNAVAILABLE]")
-    world.clock.now += 2
+    world.throttle.clock.now += 2
     assert world.login(ATTACKER, PASSWORD).startswith("OK ")
 
 

@@ -25,14 +25,11 @@ class Throttled(RecordingThrottle):
 
     def login(self, account: str | None, address: str | None, *, ok: bool = False, protocol: str = "IMAP") -> Attempt:
         async def attempt() -> Attempt:
-            async with self.throttle.attempt(protocol, account, address) as a:
+            async with self.auth_throttle.attempt(protocol, account, address) as a:
                 if not a.refused:
                     (a.succeeded if ok else a.failed)()
                 return a
         return asyncio.run(attempt())
-
-    def meter(self, name: str) -> float:
-        return self.metrics.meter(name).collect()[0].samples[0].value
 
 
 def test_the_first_failures_are_free_then_the_delay_doubles_up_to_its_cap():
@@ -94,7 +91,7 @@ def test_attempts_under_way_count_so_parallel_guesses_are_refused_as_sequential_
         gate = asyncio.Event()
 
         async def guess() -> Attempt:
-            async with t.throttle.attempt("IMAP", ACCOUNT, ATTACKER) as attempt:
+            async with t.auth_throttle.attempt("IMAP", ACCOUNT, ATTACKER) as attempt:
                 await gate.wait()   # still checking the password while the others arrive
                 if not attempt.refused:
                     attempt.failed()
@@ -114,7 +111,7 @@ def test_an_attempt_ended_without_an_outcome_counts_for_nothing():
     t = Throttled()
 
     async def backend_down() -> None:
-        async with t.throttle.attempt("IMAP", ACCOUNT, ATTACKER):
+        async with t.auth_throttle.attempt("IMAP", ACCOUNT, ATTACKER):
             raise ConnectionError("users repository unreachable")
 
     for _ in range(20):
@@ -185,7 +182,7 @@ def test_the_counters_kept_are_bounded_the_least_recently_used_forgotten():
         pass
     for n in range(30):   # 30 new addresses each add an address, an account and a pair counter
         t.login(ACCOUNT, f"192.0.2.{n}")
-    assert len(t.throttle.failures) <= 30    # type: ignore[arg-type]
+    assert len(t.auth_throttle.failures) <= 30    # type: ignore[arg-type]
     assert not t.login(ACCOUNT, ATTACKER).refused
 
 

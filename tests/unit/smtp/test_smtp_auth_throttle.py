@@ -14,12 +14,10 @@ from dataclasses import dataclass
 import pytest
 
 from mailserver.domains.memory import MemoryDomainList
-from mailserver.observability.metrics import Metrics
 from mailserver.queue.memory import MemoryMailQueue
 from mailserver.smtp import SmtpConfig, SmtpServer, SmtpServerThread
 from mailserver.users.memory import MemoryUsersRepository
 from tests.support.auth_throttle import RecordingThrottle, few_failures_config
-from tests.support.clock import ManualClock
 
 USER, PASSWORD = "alice@local.test", "s3cret-Passw0rd"
 ATTACKER, OWNER = "127.0.0.2", "127.0.0.1"
@@ -34,9 +32,7 @@ def plain(password: str, user: str = USER) -> str:
 @dataclass
 class World:
     port: int
-    clock: ManualClock
-    delays: list[float]
-    metrics: Metrics
+    throttle: RecordingThrottle
 
     def client(self, source: str) -> smtplib.SMTP:
         client = smtplib.SMTP("127.0.0.1", self.port, timeout=10, source_address=(source, 0))
@@ -54,13 +50,13 @@ def world() -> Iterator[World]:
     domains = MemoryDomainList(["local.test"])
     users = MemoryUsersRepository(domains)
     users.add_user(USER, PASSWORD)
-    recording = RecordingThrottle(few_failures_config(WINDOW))
+    throttle = RecordingThrottle(few_failures_config(WINDOW))
     server = SmtpServer(SmtpConfig(port=0, hostname="mx.local.test", auth_require_tls=False),
-                        MemoryMailQueue("spool"), domains, users, metrics=recording.metrics,
-                        auth_throttle=recording.throttle)
+                        MemoryMailQueue("spool"), domains, users, metrics=throttle.metrics,
+                        auth_throttle=throttle.auth_throttle)
     thread = SmtpServerThread(server).start()
     try:
-        yield World(thread.port, recording.clock, recording.delays, recording.metrics)
+        yield World(thread.port, throttle)
     finally:
         thread.stop()
 
@@ -72,8 +68,8 @@ def test_failures_on_one_connection_are_delayed_then_refused_with_454(world):
         assert f"{replies[-1][0]} {replies[-1][1].decode()}" == REFUSED
         code, _ = client.docmd("AUTH", plain(PASSWORD))
         assert code == 454   # refused without checking the password
-    assert world.delays == [0.5, 1.0]
-    assert world.metrics.meter("authenticationRefusals:SMTP").collect()[0].samples[0].value == 3
+    assert world.throttle.delays == [0.5, 1.0]
+    assert world.throttle.meter("authenticationRefusals:SMTP") == 3
 
 
 def test_auth_login_is_throttled_as_plain(world):
@@ -95,7 +91,7 @@ def test_the_owner_authenticates_from_another_address_while_the_guesser_is_refus
 def test_the_refusal_ends_by_itself_once_the_failures_leave_the_window(world):
     for n in range(3):
         world.auth(ATTACKER, f"guess-{n}")
-    world.clock.now += WINDOW - 1
+    world.throttle.clock.now += WINDOW - 1
     assert world.auth(ATTACKER, PASSWORD) == "454 4.7.0 Too many authentication failures, try again in 1 second"
-    world.clock.now += 2
+    world.throttle.clock.now += 2
     assert world.auth(ATTACKER, PASSWORD).startswith("235 ")

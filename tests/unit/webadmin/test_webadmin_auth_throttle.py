@@ -12,12 +12,10 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-from mailserver.observability.metrics import Metrics
 from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
 from tests.support.auth_throttle import RecordingThrottle
-from tests.support.clock import ManualClock
 from tests.unit.webadmin.webadmin_support import FULL, make_context
 
 ATTACKER, ADMIN = "127.0.0.2", "127.0.0.1"
@@ -28,23 +26,18 @@ LIMIT = 4
 @dataclass
 class World:
     app: object
-    clock: ManualClock
-    delays: list[float]
-    metrics: Metrics
+    throttle: RecordingThrottle
 
     def get(self, source: str, **headers: str):
         client = TestClient(self.app, headers=headers, raise_server_exceptions=False, client=(source, 40000))
         return client.get("/domains")
 
-    def meter(self, name: str) -> float:
-        return self.metrics.meter(name).collect()[0].samples[0].value
-
 
 def make_world(auth: AuthConfig | None = None) -> World:
-    recording = RecordingThrottle(AuthThrottleConfig(window=WINDOW, free_failures=1, delay=0.5, max_delay=4.0,
-                                                     address_limit=LIMIT))
-    app = create_app(make_context(auth, metrics=recording.metrics, auth_throttle=recording.throttle))
-    return World(app, recording.clock, recording.delays, recording.metrics)
+    throttle = RecordingThrottle(AuthThrottleConfig(window=WINDOW, free_failures=1, delay=0.5, max_delay=4.0,
+                                                    address_limit=LIMIT))
+    app = create_app(make_context(auth, metrics=throttle.metrics, auth_throttle=throttle.auth_throttle))
+    return World(app, throttle)
 
 
 @pytest.fixture
@@ -58,10 +51,10 @@ def test_wrong_passwords_are_delayed_then_refused_with_429_and_retry_after(world
     assert answers[0].text == "Wrong password."
     assert answers[-1].headers["retry-after"] == str(int(WINDOW))
     assert answers[-1].text == f"Too many authentication failures, try again in {int(WINDOW)} seconds."
-    assert world.delays == [0.5, 1.0, 2.0]
+    assert world.throttle.delays == [0.5, 1.0, 2.0]
     assert world.get(ATTACKER, Password=FULL).status_code == 429   # refused before the password is looked at
-    assert world.meter("authenticationFailures:WebAdmin") == LIMIT
-    assert world.meter("authenticationRefusals:WebAdmin") == 2
+    assert world.throttle.meter("authenticationFailures:WebAdmin") == LIMIT
+    assert world.throttle.meter("authenticationRefusals:WebAdmin") == 2
 
 
 def test_the_admin_from_another_address_is_served_while_the_guesser_is_refused(world):
@@ -74,16 +67,16 @@ def test_the_admin_from_another_address_is_served_while_the_guesser_is_refused(w
 def test_the_refusal_ends_by_itself(world):
     for n in range(LIMIT):
         world.get(ATTACKER, Password=f"guess-{n}")
-    world.clock.now += WINDOW - 1
+    world.throttle.clock.now += WINDOW - 1
     assert world.get(ATTACKER, Password=FULL).status_code == 429
-    world.clock.now += 2
+    world.throttle.clock.now += 2
     assert world.get(ATTACKER, Password=FULL).status_code == 200
 
 
 def test_requests_without_credentials_are_not_guesses(world):
     answers = [world.get(ATTACKER) for _ in range(LIMIT * 3)]
     assert {a.status_code for a in answers} == {401}
-    assert world.delays == []
+    assert world.throttle.delays == []
     guesses = [world.get(ATTACKER, Password=f"guess-{n}") for n in range(LIMIT + 1)]   # the count starts at 0
     assert [a.status_code for a in guesses] == [401] * LIMIT + [429]
 
