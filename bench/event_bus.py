@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.mailbox_append import make_message
-from bench.scratch import record, scratch_backends, stack_endpoints
+from bench.scratch import publish, scratch_backends, stack_endpoints
 from mailserver.blob.s3 import S3BlobStore
 from mailserver.cassandra.session import CassandraSession
 from mailserver.events.api import EventListener
@@ -132,9 +132,7 @@ def main() -> int:
                            ("off the delivery path (RabbitMQ bus: one confirmed publish)", off_path))),
         "",
     ]
-    print("\n".join(lines))
-    if args.record:
-        record(lines)
+    publish(lines, record=args.record)
     return 0
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.scratch import record, scratch_backends, stack_endpoints
+from bench.scratch import publish, scratch_backends, stack_endpoints
 from mailserver.cassandra.faults import statement_target
 from mailserver.cassandra.session import CassandraSession
 from mailserver.mailbox.wiring import cassandra_context
@@ -94,9 +94,7 @@ def main() -> int:
         *(f"| {k} | {v / args.n:.2f} |" for k, v in sorted(session.counts.items())),
         "",
     ]
-    print("\n".join(lines))
-    if args.record:
-        record(lines)
+    publish(lines, record=args.record)
     return 0
 
 

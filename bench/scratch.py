@@ -36,8 +36,12 @@ def scratch_backends(ep: Endpoints) -> Iterator[tuple[CassandraSession, S3BlobSt
         blobs.delete_bucket(blobs.default_bucket)
 
 
-def record(lines: Sequence[str]) -> None:
-    """Appends a section to docs/benchmarks.md (started with its title when missing)."""
+def publish(lines: Sequence[str], *, record: bool) -> None:
+    """Prints a section of figures; with ``record`` also appends it to docs/benchmarks.md (started with its
+    title when missing)."""
+    print("\n".join(lines))
+    if not record:
+        return
     if not BENCHMARKS.exists():
         BENCHMARKS.write_text("# Benchmarks\n\nFigures measured by the scripts in `bench/`; newest last.\n\n")
     with BENCHMARKS.open("a") as out:
