@@ -101,3 +101,13 @@ def test_a_null_column_differs_from_any_value_in_the_compared_digest(spark):
     swapped = [(MBX, 1, "m1", "m1", 1, None, False, False, False, False, True, False, None, WHEN, WHEN, 120, 1000, "h")]
     other = [(MBX, 1, "m1", "m1", 1, True, False, False, False, False, None, False, None, WHEN, WHEN, 120, 1000, "h")]
     assert detect(spark, swapped, other) == [(OUTDATED_MESSAGE_ID, 1)]
+
+
+def test_the_two_tables_meet_in_a_hashed_join_without_sorting_them(spark, capsys):
+    # Both sides are unique on (mailboxid, uid): sorting a million rows a side to merge them cost more
+    # than hashing them (docs/benchmarks.md).
+    truth, projection = (spark.createDataFrame([row(1, "m1")], SCHEMA) for _ in range(2))
+    classified(truth, projection).explain()
+    plan = capsys.readouterr().out
+    assert "ShuffledHashJoin" in plan and "FullOuter" in plan
+    assert "SortMergeJoin" not in plan
