@@ -106,10 +106,10 @@ def flagged() -> Column:
     return (F.col("t_row") & F.col("p_row").isNull()) | F.col("differs") | orphan_candidate()
 
 
-def inconsistencies(rows: DataFrame, truth_pairs: DataFrame) -> DataFrame:
-    """Pure on ``classified`` rows: the items (kind, mailboxid, uid, messageid). ``truth_pairs``: the
-    (messageid, mailboxid) pairs of the truth, looked up for the orphan candidates only (in the job, the
-    imapUidTable relation itself, which the connector turns into lookups by partition key)."""
+def inconsistencies(rows: DataFrame, truth: DataFrame) -> DataFrame:
+    """Pure on ``classified`` rows: the items (kind, mailboxid, uid, messageid). ``truth``: imapUidTable's
+    (messageid, mailboxid, uid), looked up for the orphan candidates only (in the job, the table itself,
+    which the connector turns into lookups by partition key)."""
     from pyspark.sql import functions as F
 
     missing = (rows.filter(F.col("t_row") & F.col("p_row").isNull())
@@ -119,10 +119,11 @@ def inconsistencies(rows: DataFrame, truth_pairs: DataFrame) -> DataFrame:
                 .select(F.lit(OUTDATED_MESSAGE_ID).alias("kind"), "mailboxid", "uid",
                         F.col("t_messageid").alias("messageid")))
     candidates = rows.filter(orphan_candidate()).select("mailboxid", "uid", F.col("p_messageid").alias("messageid"))
+    # A left outer join gives a candidate one row with no truth uid exactly when the truth has its
+    # (messageId, mailboxId) nowhere: no distinct, no broadcast, no job of its own.
     keys = ["messageid", "mailboxid"]
-    wanted = candidates.filter(F.col("messageid").isNotNull()).select(*keys).distinct()
-    found = wanted.join(truth_pairs.select(*keys), keys, "inner").distinct()
-    orphans = (candidates.join(F.broadcast(found), keys, "left_anti")
+    anywhere = truth.select(*keys, F.col("uid").alias("truth_uid"))
+    orphans = (candidates.join(anywhere, keys, "left").filter(F.col("truth_uid").isNull())
                .select(F.lit(ORPHAN_MESSAGE_ID).alias("kind"), "mailboxid", "uid", "messageid"))
     return orphans.unionByName(missing).unionByName(outdated)
 
@@ -200,8 +201,8 @@ class SolveMessageInconsistencies(Procedure):
         kept.count()
         processed = {"processedImapUidEntries": _observed(truth_seen, imap_uid),
                      "processedMessageIdEntries": _observed(projection_seen, message_id)}
-        truth_pairs = read_table(spark, settings, "imapuidtable", ["messageid", "mailboxid"], DIRECT_JOIN)
-        return Detection(inconsistencies(kept, truth_pairs), processed)
+        truth = read_table(spark, settings, "imapuidtable", ["messageid", "mailboxid", "uid"], DIRECT_JOIN)
+        return Detection(inconsistencies(kept, truth), processed)
 
     def report_fields(self, detection: Detection, result: Any) -> dict[str, Any]:
         counters = {"addedMessageIdEntries": 0, "updatedMessageIdEntries": 0, "removedMessageIdEntries": 0}

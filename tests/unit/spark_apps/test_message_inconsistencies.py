@@ -111,3 +111,9 @@ def test_the_two_tables_meet_in_a_hashed_join_without_sorting_them(spark, capsys
     plan = capsys.readouterr().out
     assert "ShuffledHashJoin" in plan and "FullOuter" in plan
     assert "SortMergeJoin" not in plan
+
+
+def test_an_orphan_candidate_whose_message_is_at_several_uids_of_the_truth_is_no_orphan_and_not_repeated(spark):
+    truth = [row(1, "m1"), row(2, "m1"), row(3, "m3")]
+    projection = [row(1, "m1"), row(2, "m1"), row(7, "m1"), row(8, "gone"), row(3, "m3")]
+    assert detect(spark, truth, projection) == [(ORPHAN_MESSAGE_ID, 8)]
