@@ -26,7 +26,7 @@ test: bootstrap       ## the whole suite against real services (starts the backe
 	@$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
 	@$(PY) -m include.stack up --profile backends
-	@$(PY) -m pytest -m "not cluster_suite" $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not cluster_suite" --junitxml=.stack/last-test-run.xml $(PYTEST_ARGS)
 
 test-cluster: bootstrap  ## the multi-node e2e: three-node Cassandra, reindex on the Spark cluster (about 2.4 GiB, 8 minutes)
 	@$(PY) -m include.stack up --profile backends

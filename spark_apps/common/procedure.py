@@ -190,7 +190,14 @@ class ProcedureRunner:
         started = time.monotonic()
         detection = procedure.detect(spark, settings)
         items = _with_slice(detection.items, procedure.slice_columns, options.slices).cache()
-        detected = {r["kind"]: r["count"] for r in items.groupBy("kind").count().collect()}
+        # One pass counts both ways: by kind for the report, by slice so that an empty slice costs no
+        # Spark job (a verify pass, or a scoped run, leaves most slices empty).
+        by_slice_and_kind = items.groupBy("slice", "kind").count().collect()
+        detected: dict[str, int] = {}
+        per_slice: Counter[int] = Counter()
+        for row in by_slice_and_kind:
+            detected[row["kind"]] = detected.get(row["kind"], 0) + row["count"]
+            per_slice[row["slice"]] += row["count"]
         base = {"type": procedure.job, "timestamp": datetime.now(UTC).isoformat(), "runKey": options.run_key,
                 "dryRun": options.dry_run, "runningOptions": running_options, "detected": detected}
         if options.dry_run:
@@ -211,7 +218,8 @@ class ProcedureRunner:
             if slice_ in already:
                 _merge(total, already[slice_], options.sample_size)
                 continue
-            result = self._repair_slice(items.filter(F.col("slice") == slice_), endpoint, options, parallel)
+            result = (self._repair_slice(items.filter(F.col("slice") == slice_), endpoint, options, parallel)
+                      if per_slice[slice_] else SliceResult())
             if not result.failures:   # a slice with failures is redone by the next attempt
                 checkpoints.mark_done(slice_, result)
             _merge(total, result, options.sample_size)
