@@ -55,6 +55,7 @@ import logging
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -211,7 +212,46 @@ def raw_bulk_delete(client: Any, keys: dict[str, list[str]], in_flight: int) -> 
     return sum(len(k) for k in keys.values()), time.perf_counter() - started
 
 
-def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int) -> tuple[dict, float]:
+def job_arguments(settings: Any, prefix: str, concurrency: int) -> list[str]:
+    return ["--beginning-of-retention", BEGINNING, "--bucket-prefix", prefix, "--concurrency", str(concurrency)]
+
+
+def interrupted_attempt(session: CassandraSession, settings: Any, prefix: str, slices: int, concurrency: int,
+                        run_key: str, after_slices: int) -> None:
+    """A first attempt of the job under spark-submit with ``run_key``, SIGKILLed (its whole process
+    group, as a lost driver would be) once ``after_slices`` slices are checkpointed: the measured run
+    then resumes it."""
+    import signal
+
+    from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
+    from tests.support.maintenance import spark_submit
+    from tests.support.vault_seed import PURGE_TASK_TYPE
+
+    session.session.execute(CHECKPOINTS_DDL, timeout=60)   # the job creates it too; the poll needs it now
+    args = ["--cassandra-hosts", settings.cassandra_hosts, "--cassandra-port", str(settings.cassandra_port),
+            "--keyspace", settings.keyspace, "--s3-endpoint", settings.s3_endpoint, "--run-key", run_key,
+            "--slices", str(slices), *job_arguments(settings, prefix, concurrency)]
+    attempt = spark_submit("purge_deleted_messages_vault", args, dict(os.environ), wait=False)
+    assert isinstance(attempt, subprocess.Popen)
+    try:
+        while attempt.poll() is None:
+            done = session.execute("SELECT slice FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
+                                   (PURGE_TASK_TYPE, run_key))
+            if len(done) >= after_slices:
+                break
+            time.sleep(0.5)
+    finally:
+        ended = attempt.poll()
+        if ended is None:
+            os.killpg(attempt.pid, signal.SIGKILL)
+        attempt.wait(timeout=60)
+    if ended is not None:
+        raise SystemExit(f"the attempt to interrupt ended by itself (exit {ended}) before {after_slices} "
+                         "slice(s) were checkpointed")
+
+
+def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int,
+          run_key: str) -> tuple[dict, float]:
     """The job's real run (not a dry run), without a rate limit: its report and its duration."""
     from spark_apps.common.bookkeeping import ensure_tables
     from spark_apps.common.cql import CqlEndpoint
@@ -223,12 +263,19 @@ def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int)
     procedure = PurgeDeletedMessagesVault()
     parser = argparse.ArgumentParser()
     procedure.add_arguments(parser)
-    running = procedure.configure(parser.parse_args(["--beginning-of-retention", BEGINNING,
-                                                     "--bucket-prefix", prefix, "--concurrency", str(concurrency)]))
-    options = RunOptions(f"bench-{uuid.uuid4().hex[:8]}", False, None, slices, "bench", None, None, None, 10)
+    running = procedure.configure(parser.parse_args(job_arguments(settings, prefix, concurrency)))
+    options = RunOptions(run_key, False, None, slices, "bench", None, None, None, 10)
     started = time.perf_counter()
     report = MonthPurgeRunner(procedure).run(spark, settings, endpoint, options, running)
     return report, time.perf_counter() - started
+
+
+def expired_entries_left(session: CassandraSession, expired_months: set[str]) -> int:
+    from cassandra.query import SimpleStatement
+
+    rows = session.session.execute(SimpleStatement("SELECT bucketName FROM deletedMessageMetadata", fetch_size=5000),
+                                   timeout=120)
+    return sum(1 for r in rows if r["bucketname"] in expired_months)
 
 
 def expected_per_month(entries: int) -> dict[str, int]:
@@ -292,6 +339,9 @@ def main() -> int:
     parser.add_argument("--s3proxy-basedir", help="S3Proxy's jclouds.filesystem.basedir for --seed disk "
                                                   "(default: read from $STACK_HOME/s3/s3proxy.conf)")
     parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--interrupt-after-slices", type=int, metavar="N",
+                        help="first run the purge under spark-submit and SIGKILL it once N slices are "
+                             "checkpointed; the measured run resumes it (same run key) and must still be exact")
     parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = parser.parse_args()
     if not 1 <= args.concurrency <= 64:
@@ -360,8 +410,18 @@ def main() -> int:
         print(f"cql scan: {cql_rows:,} rows in {cql_s:.1f} s", flush=True)
         raw_objects, raw_s = raw_bulk_delete(client, shadow.keys, in_flight)
         print(f"raw bulk delete: {raw_objects:,} objects in {raw_s:.1f} s", flush=True)
-        report, purge_s = purge(spark, settings, store.config.bucket_prefix, args.slices, args.concurrency)
-        deleted = report.get("deletedEntries", 0)
+        run_key = f"bench-{uuid.uuid4().hex[:8]}"
+        before_resume = None
+        if args.interrupt_after_slices:
+            interrupted_attempt(session, settings, store.config.bucket_prefix, args.slices, args.concurrency,
+                                run_key, args.interrupt_after_slices)
+            before_resume = expired_entries_left(session, expired_months)
+            print(f"interrupted once {args.interrupt_after_slices} slice(s) were checkpointed: "
+                  f"{before_resume:,} expired entries left for the resumed run", flush=True)
+        report, purge_s = purge(spark, settings, store.config.bucket_prefix, args.slices, args.concurrency, run_key)
+        # A resumed run's report also counts what the killed attempt's checkpointed slices deleted: its
+        # rate is over the entries it found left.
+        deleted = report.get("deletedEntries", 0) if before_resume is None else before_resume
         print(f"purge: {deleted:,} entries deleted in {purge_s:.1f} s ({deleted / purge_s:,.0f}/s, "
               f"{report['outcome']}, {len(report['deletedBuckets'])} months dropped; phases "
               + ", ".join(f"{k} {v:.1f} s" for k, v in report["phaseSeconds"].items()) + ")", flush=True)
@@ -378,7 +438,9 @@ def main() -> int:
             f"{platform.node() or 'host'}, {os.cpu_count()} cores, Spark local[2])",
             "",
             f"`bench/vault_purge.py --entries {args.entries} --slices {args.slices} --concurrency {args.concurrency} "
-            f"--seed {args.seed}`: {args.entries:,} entries over "
+            f"--seed {args.seed}"
+            + (f" --interrupt-after-slices {args.interrupt_after_slices}" if args.interrupt_after_slices else "")
+            + f"`: {args.entries:,} entries over "
             f"18 months and {len(owners):,} owners, the 12 oldest months expired ({report['expiredBuckets']} months). "
             f"Load average (1/5/15 min) {load_start[0]:.1f}/{load_start[1]:.1f}/{load_start[2]:.1f} at the start, "
             f"{load_end[0]:.1f}/{load_end[1]:.1f}/{load_end[2]:.1f} at the end"
@@ -400,6 +462,11 @@ def main() -> int:
             f"({len(report['deletedBuckets'])} months dropped, {report['outcome']}; exact: "
             f"{'yes' if not problems else 'NO'}) | {deleted:,} entries | {purge_s:.1f} | **{rate:,.0f}** | |",
             "",
+            *([f"Interrupted and resumed: a first attempt under spark-submit was SIGKILLed once "
+               f"{args.interrupt_after_slices} slice(s) were checkpointed, {before_resume:,} expired entries "
+               f"left; the measured run "
+               f"resumed it with the same run key (its rate is over what it deleted) and the end state is "
+               f"{'exact' if not problems else 'NOT exact'}.", ""] if before_resume is not None else []),
             "The purge's phases (seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["phaseSeconds"].items())
             + ".",
             "",
