@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PYTEST_ARGS ?=
 # The directories `make typecheck` holds at zero mypy errors.
-TYPECHECKED := mailserver plugins spark_apps include
+TYPECHECKED := mailserver plugins spark_apps include dags
 
 .PHONY: bootstrap run stop status logs test test-cluster unit fuzz integration lint typecheck lock compose-config
 
@@ -42,7 +42,7 @@ lint:
 	@$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
 
-typecheck:            ## mypy, configured in pyproject.toml (dags/ not yet: TaskFlow's XComArg arguments)
+typecheck:            ## mypy, configured in pyproject.toml
 	@$(PY) -m mypy $(TYPECHECKED)
 
 lock:                 ## re-resolve requirements.txt from requirements.in (deliberate upgrades only)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Param, chain, task
+from airflow.sdk import DAG, Param, XComArg, chain, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from mailplatform.dag_defaults import dag_arguments
 from mailplatform.health_gate import gated_start
@@ -126,7 +126,7 @@ def _plan_of(context: Mapping[str, Any]) -> dict[str, Any]:
     return context["ti"].xcom_pull(task_ids="plan")
 
 
-def _spark_args(scope: str):
+def _spark_args(scope: str) -> Callable[[Mapping[str, Any]], list[str]]:
     """Job arguments of the slice (its range) or of the full-range run; each with a run key of its own."""
 
     def args(context: Mapping[str, Any]) -> list[str]:
@@ -241,7 +241,7 @@ with DAG(
         counters = {k: report.get(k) for k in ("processed", "fixed_message_id", "fixed_imap_uid")}
         return {"status": "COMPLETED" if bumped else "ALREADY_REACHED", "counters": counters}
 
-    def small_transition(version: int):
+    def small_transition(version: int) -> XComArg:
         @task(task_id=f"to_{version}", trigger_rule="none_failed", pool=CASSANDRA_POOL)
         def run(**context: Any) -> dict[str, Any]:
             import logging
