@@ -101,6 +101,20 @@ class Procedure(ABC):
         """James's additionalInformation fields for this procedure."""
         return {**detection.processed, **result.counters}
 
+    # Steps of the whole run around detect -> repair -> verify, on the driver: a procedure with a step of
+    # its own (a mailbox to create first, a state to move last) says it here, not in a runner of its own.
+
+    def before_run(self, dry_run: bool) -> None:  # noqa: B027 (optional hook)
+        """Before the detection."""
+
+    def after_run(self, report: dict[str, Any], endpoint: CqlEndpoint, dry_run: bool) -> dict[str, Any]:
+        """The report once verified: a step after the repair, an outcome of the procedure's own."""
+        return report
+
+    def fixed(self, item: dict[str, Any]) -> None:  # noqa: B027 (optional hook)
+        """Every item a slice fixed, sampled or not: for a procedure that must know everything the run did
+        (to tell it apart in its verification)."""
+
 
 def _with_slice(items: DataFrame, columns: Sequence[str], slices: int) -> DataFrame:
     from pyspark.sql import functions as F
@@ -180,7 +194,13 @@ class ProcedureRunner:
         _, settings, options, running_options = self.parse(argv)
         audited = {**running_options, "dryRun": options.dry_run, "rate": options.rate, "slices": options.slices}
         return run_job(self.procedure.job, settings, options, audited,
-                       lambda spark, endpoint: self.run(spark, settings, endpoint, options, running_options))
+                       lambda spark, endpoint: self._whole_run(spark, settings, endpoint, options, running_options))
+
+    def _whole_run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
+                   running_options: dict[str, Any]) -> dict[str, Any]:
+        self.procedure.before_run(options.dry_run)
+        report = self.run(spark, settings, endpoint, options, running_options)
+        return self.procedure.after_run(report, endpoint, options.dry_run)
 
     def run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
             running_options: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +280,7 @@ class ProcedureRunner:
             if o["status"] == FIXED:
                 if o["counter"]:
                     counters[o["counter"]] += 1
-                self.fixed(o["item"])
+                procedure.fixed(o["item"])
                 if len(result.fixed) < options.sample_size:
                     result.fixed.append(o["item"])
             elif o["status"] == FAILED:
@@ -269,10 +289,6 @@ class ProcedureRunner:
                 counters[o["counter"] or "skippedResolvedMeanwhile"] += 1
         result.counters = dict(counters)
         return result
-
-    def fixed(self, item: dict[str, Any]) -> None:
-        """Called on the driver for every item a slice fixed, sampled or not: runners that must know
-        everything the run did (to tell it apart in their verification) override it."""
 
 
 def run_procedure(procedure: Procedure, argv: Sequence[str] | None = None) -> int:

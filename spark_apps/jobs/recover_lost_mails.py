@@ -52,16 +52,7 @@ from spark_apps.common.mail_queues import (
     validate_queue_name,
 )
 from spark_apps.common.orphans import BLOB_ID_ALPHABET, HEADER_SCAN_LIMIT, BlobFeatures, features_of, pair
-from spark_apps.common.procedure import (
-    FAILED,
-    FIXED,
-    SKIPPED,
-    Detection,
-    Outcome,
-    Procedure,
-    ProcedureRunner,
-    RunOptions,
-)
+from spark_apps.common.procedure import FAILED, FIXED, SKIPPED, Detection, Outcome, Procedure, run_procedure
 from spark_apps.common.settings import JobSettings
 
 if TYPE_CHECKING:
@@ -347,42 +338,31 @@ class RecoverLostMails(Procedure):
                 "nbRequeuedMails": result.counters.get(REPUBLISHED, 0),
                 REPUBLISHED: 0, RECOVERED: 0, **result.counters}
 
+    # ------------------------------------------------------------------ around the run
+    def fixed(self, item: dict[str, Any]) -> None:
+        """The ids this run republished: the verification counts them in flight, not unresolved."""
+        if item.get("kind") == NOT_IN_BROKER:
+            self.republished.add(item["enqueueid"])
 
-class RecoveryRunner(ProcedureRunner):
-    """The framework's run, plus: the ids this run republished (the verification counts them in flight),
-    and step 3, the browse starts."""
-
-    procedure: RecoverLostMails
-
-    def run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
-            running_options: dict[str, Any]) -> dict[str, Any]:
-        report = super().run(spark, settings, endpoint, options, running_options)
-        report["browseStart"] = self._browse_starts(endpoint, options.dry_run)
-        return report
-
-    def _browse_starts(self, endpoint: CqlEndpoint, dry_run: bool) -> dict[str, Any]:
-        procedure = self.procedure
-        assert procedure.access is not None
+    def after_run(self, report: dict[str, Any], endpoint: CqlEndpoint, dry_run: bool) -> dict[str, Any]:
+        """Step 3, the browse starts."""
+        assert self.access is not None
         steps: dict[str, Any] = {}
-        for name in sorted(browse_starts(endpoint.session(), procedure.queues)):
-            view = procedure.access.queue(name).view
+        for name in sorted(browse_starts(endpoint.session(), self.queues)):
+            view = self.access.queue(name).view
             before = view.browse_start()
-            if dry_run or not procedure.move_browse_start:
+            if dry_run or not self.move_browse_start:
                 steps[name] = {"browseStart": before.isoformat() if before else None, "moved": False}
                 continue
             moved = view.update_browse_start()
             after = view.browse_start()
             steps[name] = {"before": before.isoformat() if before else None,
                            "after": after.isoformat() if after else None, "moved": moved is not None}
-        return steps
-
-    def fixed(self, item: dict[str, Any]) -> None:
-        if item.get("kind") == NOT_IN_BROKER:
-            self.procedure.republished.add(item["enqueueid"])
+        return {**report, "browseStart": steps}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return RecoveryRunner(RecoverLostMails()).main(argv if argv is not None else sys.argv[1:])
+    return run_procedure(RecoverLostMails(), argv)
 
 
 if __name__ == "__main__":

@@ -46,8 +46,7 @@ from spark_apps.common.procedure import (
     Detection,
     Outcome,
     Procedure,
-    ProcedureRunner,
-    RunOptions,
+    run_procedure,
 )
 from spark_apps.common.settings import JobSettings
 from spark_apps.common.vault_restore import RestoreAccess
@@ -210,6 +209,13 @@ class RestoreDeletedMessages(Procedure):
             return Outcome(SKIPPED, item, CONTENT_NOT_FOUND)
         return Outcome(FIXED, item, RESTORED)
 
+    def before_run(self, dry_run: bool) -> None:
+        if not dry_run:
+            self.prepare_restore_mailbox()
+
+    def after_run(self, report: dict[str, Any], endpoint: CqlEndpoint, dry_run: bool) -> dict[str, Any]:
+        return {**report, "outcome": restore_outcome(report)}   # content-less entries do not fail the run
+
     def prepare_restore_mailbox(self) -> None:
         """The restore mailbox, created and subscribed when missing (the server's restore does the same)."""
         from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
@@ -229,22 +235,8 @@ class RestoreDeletedMessages(Procedure):
                 CONTENT_NOT_FOUND: counters.get(CONTENT_NOT_FOUND, 0)}
 
 
-class RestoreRunner(ProcedureRunner):
-    """The shared anatomy, with the restore mailbox made first and content-less entries not failing the run."""
-
-    def run(self, spark: SparkSession, settings: JobSettings, endpoint: CqlEndpoint, options: RunOptions,
-            running_options: dict[str, Any]) -> dict[str, Any]:
-        procedure = self.procedure
-        assert isinstance(procedure, RestoreDeletedMessages)
-        if not options.dry_run:
-            procedure.prepare_restore_mailbox()
-        report = super().run(spark, settings, endpoint, options, running_options)
-        report["outcome"] = restore_outcome(report)
-        return report
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    return RestoreRunner(RestoreDeletedMessages()).main(argv if argv is not None else sys.argv[1:])
+    return run_procedure(RestoreDeletedMessages(), argv)
 
 
 if __name__ == "__main__":

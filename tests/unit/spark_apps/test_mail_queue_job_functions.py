@@ -22,7 +22,7 @@ from spark_apps.common.mail_queues import (
 )
 from spark_apps.jobs.drain_mail_queue import held_copy_id, matching_mails
 from spark_apps.jobs.flush_delayed_mails import delayed_mails, verdict
-from spark_apps.jobs.recover_lost_mails import not_in_broker, referenced_blob_ids, unreferenced
+from spark_apps.jobs.recover_lost_mails import RecoverLostMails, not_in_broker, referenced_blob_ids, unreferenced
 from spark_apps.jobs.reprocess_mail_repository import repository_path, stored_mails
 
 pytestmark = pytest.mark.spark
@@ -185,3 +185,10 @@ def test_enqueue_id_of_a_broker_message():
     enqueue_id = uuid.uuid4()
     assert enqueue_id_of(f'{{"enqueueId": "{enqueue_id}", "name": "m"}}'.encode()) == str(enqueue_id)
     assert enqueue_id_of(b"{not json") is None and enqueue_id_of(b'{"enqueueId": 3}') is None
+
+
+def test_the_recovery_remembers_the_mails_it_republished_for_its_verification():
+    recovery = RecoverLostMails()
+    recovery.fixed({"kind": "notInBroker", "enqueueid": "e1"})
+    recovery.fixed({"kind": "orphanMail", "enqueueid": "e2"})
+    assert recovery.republished == {"e1"}

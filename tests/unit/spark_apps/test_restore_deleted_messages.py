@@ -91,6 +91,11 @@ def test_entries_without_content_are_skipped_not_failures():
     assert restore_outcome({"outcome": "DRY_RUN"}) == "DRY_RUN"
 
 
+def test_the_run_ends_with_the_restore_outcome():
+    report = {"outcome": "PARTIAL", "errors": [], "unresolved": 1, "skippedContentNotFound": 1}
+    assert RestoreDeletedMessages().after_run(report, endpoint=None, dry_run=False)["outcome"] == "COMPLETED"
+
+
 def test_repair_appends_once_then_skips_and_skips_gone_content(monkeypatch):
     """One entry's repair on the server's memory layer: restored with its id and date, then never twice."""
     from mailserver.blob.memory import MemoryBlobStore
