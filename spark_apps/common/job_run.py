@@ -1,6 +1,6 @@
 """The envelope of every maintenance job's run, whatever its work, so a new job is its work only:
 
-    arguments (connections, run options, the job's own) -> audit row RUNNING -> Spark session
+    arguments (connections, run options, the job's own) -> logging -> audit row RUNNING -> Spark session
         -> the job's work, which returns its report -> the report to S3 and stdout
         -> audit row with the outcome -> exit status
 
@@ -80,10 +80,6 @@ def job_parser(prog: str, description: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-
-
 def detected_and_remaining(report: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return report["detected"], report.get("remaining", {})
 
@@ -97,6 +93,7 @@ def run_job(job: str, settings: JobSettings, options: RunOptions, audited_option
             summary: Callable[[Mapping[str, Any], str], str] | None = summary_block) -> int:
     """Run ``work`` inside the envelope; its exit status. ``audited_options``: the audit row's params;
     ``summary``: the block printed at the end of the log (None: the report's shape has none)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     endpoint = CqlEndpoint(settings.cassandra_hosts, settings.cassandra_port, settings.keyspace)
     cql = endpoint.session()
     ensure_tables(cql)

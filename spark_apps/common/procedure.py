@@ -37,15 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.bookkeeping import Checkpoints, SliceResult
 from spark_apps.common.cql import CqlEndpoint
-from spark_apps.common.job_run import (
-    COMPLETED,
-    DRY_RUN,
-    PARTIAL,
-    RunOptions,
-    configure_logging,
-    job_parser,
-    run_job,
-)
+from spark_apps.common.job_run import COMPLETED, DRY_RUN, PARTIAL, RunOptions, job_parser, run_job
 from spark_apps.common.progress import Progress
 from spark_apps.common.settings import JobSettings
 from spark_apps.common.throttle import RateLimiter, share
@@ -190,7 +182,6 @@ class ProcedureRunner:
         return args, JobSettings.from_args(args), options, running_options
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        configure_logging()
         _, settings, options, running_options = self.parse(argv)
         audited = {**running_options, "dryRun": options.dry_run, "rate": options.rate, "slices": options.slices}
         return run_job(self.procedure.job, settings, options, audited,

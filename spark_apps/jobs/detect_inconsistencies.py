@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from spark_apps.common.job_run import COMPLETED, RunOptions, configure_logging, job_parser, run_job
+from spark_apps.common.job_run import COMPLETED, RunOptions, job_parser, run_job
 from spark_apps.common.procedure import Procedure
 from spark_apps.common.settings import JobSettings
 
@@ -101,7 +101,6 @@ def detected_per_procedure(report: Mapping[str, Any]) -> tuple[dict[str, Any], d
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    configure_logging()
     _, settings, options, names = parse(argv if argv is not None else sys.argv[1:])
     # No summary block: finding work is this job's result, not a repair's "detected, fixed, failed".
     return run_job(JOB, settings, options, {"procedures": names},

@@ -30,15 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.cql import CqlEndpoint
-from spark_apps.common.job_run import (
-    COMPLETED,
-    DRY_RUN,
-    PARTIAL,
-    RunOptions,
-    configure_logging,
-    job_parser,
-    run_job,
-)
+from spark_apps.common.job_run import COMPLETED, DRY_RUN, PARTIAL, RunOptions, job_parser, run_job
 from spark_apps.common.mail_queues import (
     WORKQUEUE_PREFIX,
     QueueAccess,
@@ -146,7 +138,6 @@ def delayed_before_and_remaining(report: Mapping[str, Any]) -> tuple[dict[str, A
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    configure_logging()
     args, settings, options = parse(argv if argv is not None else sys.argv[1:])
     access = QueueAccess.from_env(settings, os.environ, amqp_url=args.amqp_url, management_url=args.management_url,
                                  blob_bucket=args.blob_bucket)
