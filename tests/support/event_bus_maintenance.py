@@ -96,22 +96,6 @@ def declare_bus(amqp_url: str, groups: Iterable[str]) -> BusTopology:
     return topology
 
 
-def ready_messages(amqp_url: str, queue: str) -> int | None:
-    """Exact ready count (passive declare over AMQP); None when the queue does not exist."""
-    connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
-    try:
-        channel = connection.channel()
-        try:
-            return channel.queue_declare(queue, passive=True).method.message_count
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            if exc.reply_code == 404:
-                return None
-            raise
-    finally:
-        if connection.is_open:
-            connection.close()
-
-
 def management_depth(management_url: str, amqp_url: str, queue: str) -> int | None:
     """The queue's ``messages`` as the management API shows it (refreshed every few seconds)."""
     management = RabbitMQManagement(management_url, amqp_url)

@@ -46,14 +46,6 @@ def enqueue_many(queue: Any, mails: Iterable[Mail], threads: int = 8) -> None:
         list(pool.map(queue.enqueue, mails))
 
 
-def ready_messages(amqp_url: str, queue: str) -> int:
-    connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
-    try:
-        return connection.channel().queue_declare(queue, passive=True).method.message_count
-    finally:
-        connection.close()
-
-
 def purge(amqp_url: str, queue: str) -> int:
     connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
     try:

@@ -34,6 +34,7 @@ from mailserver.cassandra.versions import LATEST, SchemaVersionDAO
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.queue.content import MimeMessageStore
 from mailserver.repository.cassandra import CassandraMailRepositoryStore
+from spark_apps.common.mail_queues import ready_count
 from spark_apps.common.reports import s3_client
 from tests.e2e.maintenance.conftest import run_dag, webadmin_get
 from tests.support.events import eventually
@@ -46,7 +47,6 @@ from tests.support.mail_queue_maintenance import (
     make_mail,
     purge,
     raw_mail,
-    ready_messages,
     repository_rows,
     view_rows,
 )
@@ -92,7 +92,7 @@ def delivered(world: QueueWorld, users: list[str], expected: int) -> Counter:
     """Once the spool is empty (view and broker), the subjects in the users' INBOXes."""
     def spool_done() -> bool:
         return (not live_names(world.session, "spool")
-                and ready_messages(world.amqp_url, "JamesMailQueue-workqueue-spool") == 0)
+                and ready_count(world.amqp_url, "JamesMailQueue-workqueue-spool") == 0)
     eventually(spool_done, timeout=DELIVERY_WAIT, interval=1)   # raises when the spool is not emptied
 
     def counted() -> int:
@@ -150,7 +150,7 @@ def test_drain_moves_a_spam_wave_to_a_repository_and_the_rest_is_delivered_once(
     ham = [make_mail(f"friend{i % 7}@remote.example", users[i % USERS], f"ham {i}") for i in range(HAM)]
     enqueue_many(spool, [m for pair in zip(ham, spam, strict=False) for m in pair] + ham[len(spam):])
     total = SPAM + HAM
-    assert ready_messages(world.amqp_url, spool.names.workqueue) == total
+    assert ready_count(world.amqp_url, spool.names.workqueue) == total
 
     run, states, summary = run_dag("drain_mail_queue", {"dry_run": False, "sender": SPAMMER, "slices": 4,
                                                         "rate": 5000, "blob_bucket": world.bucket})
@@ -222,7 +222,7 @@ def test_recover_republishes_what_the_broker_lost_and_reenqueues_whole_orphaned_
     assert orphans["ambiguousOrphans"] == 2 * len(ambiguous)
     assert {a["blobId"] for a in orphans["ambiguousSample"]} == {b for pair in ambiguous for b in pair}
     assert summary["browseStart"]["spool"]["moved"] is False   # its oldest mail is in the current slice
-    assert ready_messages(world.amqp_url, spool.names.workqueue) == LOST + len(whole)
+    assert ready_count(world.amqp_url, spool.names.workqueue) == LOST + len(whole)
 
     world.start_delivery()
     subjects = delivered(world, users, LOST + len(whole))
@@ -260,7 +260,7 @@ def test_hold_then_flush_delivers_each_mail_once_within_the_hour(queue_world):
     assert sorted(r["name"] for r in live if "mailserver.queue.nextDelivery" in (r["attributes"] or {})) == \
         sorted(m.name for m in held)
     # the broker: the originals wait in the work queue to be skipped, the copies in the hour's delay queue
-    assert (ready_messages(world.amqp_url, spool.names.workqueue), ready_messages(world.amqp_url, delay_queue)) == (
+    assert (ready_count(world.amqp_url, spool.names.workqueue), ready_count(world.amqp_url, delay_queue)) == (
         total, HELD)
     assert sum(1 for v in spool.browse() if v.next_delivery is not None) == HELD
 
@@ -271,7 +271,7 @@ def test_hold_then_flush_delivers_each_mail_once_within_the_hour(queue_world):
     assert (summary["delayedMails"], summary["flushedMails"], summary["unresolved"]) == (HELD, HELD, 0)
     assert summary["remaining"] == {}
     assert (summary["delayQueues"], summary["delayQueuesAfter"]) == ({delay_queue: HELD}, {delay_queue: 0})
-    assert ready_messages(world.amqp_url, spool.names.workqueue) == total + HELD
+    assert ready_count(world.amqp_url, spool.names.workqueue) == total + HELD
     assert [v.next_delivery for v in spool.browse()] == [None] * total   # due times cleared in the view
 
     world.start_delivery()

@@ -18,6 +18,7 @@ from mailserver.events.required_groups import RequiredGroups, RequireGroups, agg
 from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.model.events import serialize_event
 from mailserver.rabbitmq_management import RabbitMQManagement
+from spark_apps.common.mail_queues import ready_count
 from tests.e2e.maintenance.conftest import run_dag, webadmin_get
 from tests.support.event_bus_maintenance import (
     NAMES,
@@ -26,7 +27,6 @@ from tests.support.event_bus_maintenance import (
     group_name,
     publish_raw,
     rabbitmq_connections,
-    ready_messages,
 )
 from tests.support.events import sample_added
 
@@ -62,7 +62,7 @@ def test_dry_run_then_reconcile_moving_the_orphan_messages_then_nothing_left(mai
     assert (summary["missing"], summary["unexpected"]) == ([B], [C])
     assert summary["orphans"] == [{"group": C, "queue": NAMES.work_queue(C), "messages": 3, "consumers": 0}]
     assert summary["requiredGroupsAudit"][0]["host"] == "listeners-node-1"
-    assert ready_messages(bus, NAMES.work_queue(C)) == 3 and ready_messages(bus, NAMES.work_queue(B)) is None
+    assert ready_count(bus, NAMES.work_queue(C)) == 3 and ready_count(bus, NAMES.work_queue(B)) is None
     assert session.execute('SELECT event FROM event_dead_letters WHERE "group" = ?', (C,)) == []
 
     run, states, summary = run_dag(DAG_ID, {"move_orphan_messages_to_dead_letters": True,
@@ -76,7 +76,7 @@ def test_dry_run_then_reconcile_moving_the_orphan_messages_then_nothing_left(mai
     stored = session.execute('SELECT event FROM event_dead_letters WHERE "group" = ?', (C,))
     assert sorted(r["event"] for r in stored) == sorted(events)          # nothing lost, each once
     assert session.execute('SELECT "group" FROM group_table WHERE "group" = ?', (C,)) == [{"group": C}]
-    assert ready_messages(bus, NAMES.work_queue(C)) is None and ready_messages(bus, NAMES.work_queue(B)) == 0
+    assert ready_count(bus, NAMES.work_queue(C)) is None and ready_count(bus, NAMES.work_queue(B)) == 0
     groups_check = webadmin_get(maintenance_webadmin, "/healthcheck/checks/RabbitMQEventBusGroups")
     assert groups_check["status"] == "healthy", groups_check
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from spark_apps.common.mail_queues import ready_count
 from tests.e2e.maintenance.conftest import load_dag, run_dag
 from tests.support.event_bus_maintenance import (
     NAMES,
@@ -22,7 +23,6 @@ from tests.support.event_bus_maintenance import (
     event_id_of,
     group_name,
     rabbitmq_connections,
-    ready_messages,
     seed_dead_letters,
     take_all,
 )
@@ -65,8 +65,8 @@ def test_one_group_then_all_then_nothing_left(maintenance_keyspace, bus):
     assert (summary["successfulRedeliveriesCount"], summary["failedRedeliveriesCount"]) == (400, 0)
     assert {g: v["redelivered"] for g, v in summary["groups"].items()} == {INDEX: 300, FAILED_DISPATCH: 100}
     assert dead_letter_counts(session) == {}
-    assert ready_messages(bus, NAMES.work_queue(INDEX)) == 300
-    assert ready_messages(bus, NAMES.shared_queue) == 100   # dispatched again to every group
+    assert ready_count(bus, NAMES.work_queue(INDEX)) == 300
+    assert ready_count(bus, NAMES.shared_queue) == 100   # dispatched again to every group
     # The verify pass (detection again after the redelivery): nothing left.
     assert (summary["remaining"], summary["unresolved"]) == ({}, 0)
 

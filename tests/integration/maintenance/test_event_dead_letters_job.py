@@ -16,6 +16,7 @@ import pytest
 
 from mailserver.events.naming import SHARED_GROUP
 from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
+from spark_apps.common.mail_queues import ready_count
 from tests.support.event_bus_maintenance import (
     NAMES,
     dead_letter_counts,
@@ -23,7 +24,6 @@ from tests.support.event_bus_maintenance import (
     event_id_of,
     group_name,
     management_depth,
-    ready_messages,
     seed_dead_letters,
     take_all,
 )
@@ -75,7 +75,7 @@ def test_redelivery_of_10000_then_nothing_left(stack, spark_env, maintenance_key
     assert report["remaining"] == {} and report["unresolved"] == 0
     assert dead_letter_counts(session) == {}                       # every row deleted after its confirm
     for group, n in seeded.counts().items():
-        assert ready_messages(bus.amqp_url, queue_of(group)) == n
+        assert ready_count(bus.amqp_url, queue_of(group)) == n
         eventually(lambda group=group, n=n: management_depth(stack.rabbitmq_management_url, bus.amqp_url,
                                                              queue_of(group)) == n, timeout=30, interval=1)
     for group in (QUOTA, INDEX, VAULT, FAILED_DISPATCH):
@@ -102,13 +102,13 @@ def test_dry_run_then_one_group_then_one_event_and_an_unbound_group_fails_with_i
     assert report["successfulRedeliveriesCount"] == 0
     assert dead_letter_counts(session) == seeded.counts()          # nothing deleted
     for group in (QUOTA, INDEX):
-        assert ready_messages(bus.amqp_url, queue_of(group)) == 0   # nothing published
+        assert ready_count(bus.amqp_url, queue_of(group)) == 0   # nothing published
 
     report = run(stack, session, bus.amqp_url, spark_env, "--scope", "group", "--group", QUOTA, "--slices", "2")
     assert report["type"] == "event-dead-letters-redeliver-group" and report["group"] == QUOTA
     assert report["detected"] == {QUOTA: 30} and report["successfulRedeliveriesCount"] == 30
     assert dead_letter_counts(session) == {INDEX: 20, unbound: 3}
-    assert ready_messages(bus.amqp_url, NAMES.work_queue(QUOTA)) == 30
+    assert ready_count(bus.amqp_url, NAMES.work_queue(QUOTA)) == 30
 
     one = next(iter(seeded.by_group[INDEX]))
     report = run(stack, session, bus.amqp_url, spark_env, "--scope", "event", "--group", INDEX,
