@@ -14,22 +14,14 @@ from typing import Any
 
 import pytest
 
-from mailserver.airflow.api import (
-    DagNotFound,
-    DagRun,
-    DagRunNotFound,
-    DagRunRefused,
-    DagRuns,
-    DagRunState,
-    trigger_checked,
-)
+from mailserver.airflow import api
 
 
 def new_run_id(tag: str) -> str:
     return f"contract__{tag}_{uuid.uuid4().hex[:12]}"
 
 
-def wait_finished(runs: DagRuns, dag_id: str, run_id: str, timeout: float, pause: float = 0.0) -> DagRun:
+def wait_finished(runs: api.DagRuns, dag_id: str, run_id: str, timeout: float, pause: float = 0.0) -> api.DagRun:
     deadline = time.monotonic() + timeout
     while True:
         run = runs.get(dag_id, run_id)
@@ -43,19 +35,19 @@ class DagRunsContract:
     pause = 0.0   # between two reads of a run's state (the real adapter waits a few seconds)
 
     def test_a_triggered_run_ends_in_success_and_its_report_is_readable(
-            self, dag_runs: DagRuns, dag_id: str, conf: dict[str, Any], finish_timeout: float) -> None:
+            self, dag_runs: api.DagRuns, dag_id: str, conf: dict[str, Any], finish_timeout: float) -> None:
         run_id = new_run_id("success")
-        run = trigger_checked(dag_runs, dag_id, run_id, conf)
+        run = api.trigger_checked(dag_runs, dag_id, run_id, conf)
         assert (run.dag_id, run.run_id) == (dag_id, run_id)
-        assert run.state in (DagRunState.QUEUED, DagRunState.RUNNING)
+        assert run.state in (api.DagRunState.QUEUED, api.DagRunState.RUNNING)
         assert dict(run.conf) == conf
 
         finished = wait_finished(dag_runs, dag_id, run_id, finish_timeout, self.pause)
-        assert finished.state is DagRunState.SUCCESS
+        assert finished.state is api.DagRunState.SUCCESS
         report = dag_runs.report(dag_id, run_id)
         assert isinstance(report, dict) and report, report
 
-    def test_triggering_an_existing_run_id_returns_that_run(self, dag_runs: DagRuns, dag_id: str,
+    def test_triggering_an_existing_run_id_returns_that_run(self, dag_runs: api.DagRuns, dag_id: str,
                                                             conf: dict[str, Any]) -> None:
         run_id = new_run_id("twice")
         first = dag_runs.trigger(dag_id, run_id, conf)
@@ -65,43 +57,43 @@ class DagRunsContract:
         dag_runs.cancel(dag_id, run_id)
 
     def test_cancel_marks_an_unfinished_run_failed_and_leaves_a_finished_one(
-            self, dag_runs: DagRuns, dag_id: str, conf: dict[str, Any]) -> None:
+            self, dag_runs: api.DagRuns, dag_id: str, conf: dict[str, Any]) -> None:
         run_id = new_run_id("cancel")
         dag_runs.trigger(dag_id, run_id, conf)
-        assert dag_runs.cancel(dag_id, run_id).state is DagRunState.FAILED
-        assert dag_runs.get(dag_id, run_id).state is DagRunState.FAILED
-        assert dag_runs.cancel(dag_id, run_id).state is DagRunState.FAILED
+        assert dag_runs.cancel(dag_id, run_id).state is api.DagRunState.FAILED
+        assert dag_runs.get(dag_id, run_id).state is api.DagRunState.FAILED
+        assert dag_runs.cancel(dag_id, run_id).state is api.DagRunState.FAILED
 
-    def test_a_run_without_report_yet_has_none(self, dag_runs: DagRuns, dag_id: str, conf: dict[str, Any]) -> None:
+    def test_a_run_without_report_yet_has_none(self, dag_runs: api.DagRuns, dag_id: str, conf: dict[str, Any]) -> None:
         run_id = new_run_id("noreport")
         dag_runs.trigger(dag_id, run_id, conf)
         dag_runs.cancel(dag_id, run_id)
         assert dag_runs.report(dag_id, run_id) is None
 
-    def test_the_dag_declares_its_params(self, dag_runs: DagRuns, dag_id: str, declared: set[str]) -> None:
+    def test_the_dag_declares_its_params(self, dag_runs: api.DagRuns, dag_id: str, declared: set[str]) -> None:
         info = dag_runs.dag(dag_id)
         assert info.dag_id == dag_id
         assert declared <= info.params
         assert "not_a_param" not in info.params
 
-    def test_an_undeclared_param_is_refused_before_anything_runs(self, dag_runs: DagRuns, dag_id: str,
+    def test_an_undeclared_param_is_refused_before_anything_runs(self, dag_runs: api.DagRuns, dag_id: str,
                                                                   conf: dict[str, Any]) -> None:
         run_id = new_run_id("undeclared")
-        with pytest.raises(DagRunRefused, match="declares no param not_a_param"):
-            trigger_checked(dag_runs, dag_id, run_id, {**conf, "not_a_param": 1})
-        with pytest.raises(DagRunNotFound):
+        with pytest.raises(api.DagRunRefused, match="declares no param not_a_param"):
+            api.trigger_checked(dag_runs, dag_id, run_id, {**conf, "not_a_param": 1})
+        with pytest.raises(api.DagRunNotFound):
             dag_runs.get(dag_id, run_id)
 
-    def test_unknown_dag_and_unknown_run(self, dag_runs: DagRuns, dag_id: str) -> None:
-        with pytest.raises(DagNotFound):
+    def test_unknown_dag_and_unknown_run(self, dag_runs: api.DagRuns, dag_id: str) -> None:
+        with pytest.raises(api.DagNotFound):
             dag_runs.dag("no_such_dag_" + uuid.uuid4().hex[:6])
-        with pytest.raises(DagNotFound):
+        with pytest.raises(api.DagNotFound):
             dag_runs.trigger("no_such_dag_" + uuid.uuid4().hex[:6], new_run_id("nodag"), {})
-        with pytest.raises(DagRunNotFound):
+        with pytest.raises(api.DagRunNotFound):
             dag_runs.get(dag_id, new_run_id("norun"))
-        with pytest.raises(DagRunNotFound):
+        with pytest.raises(api.DagRunNotFound):
             dag_runs.cancel(dag_id, new_run_id("norun"))
         assert dag_runs.report(dag_id, new_run_id("norun")) is None
 
-    def test_ui_url_names_the_run(self, dag_runs: DagRuns, dag_id: str) -> None:
+    def test_ui_url_names_the_run(self, dag_runs: api.DagRuns, dag_id: str) -> None:
         assert dag_runs.ui_url(dag_id, "r1") == f"{dag_runs.base_url.rstrip('/')}/dags/{dag_id}/runs/r1"

@@ -23,19 +23,9 @@ from mailserver.mailbox.errors import (
 )
 from mailserver.mailbox.manager import MailboxState, StoredBody
 from mailserver.mailbox.store import MailboxCounters
+from mailserver.model import events
 from mailserver.model.acl import InvalidAcl
 from mailserver.model.address import Username
-from mailserver.model.events import (
-    Added,
-    Expunged,
-    FlagsUpdated,
-    MailboxACLUpdated,
-    MailboxAdded,
-    MailboxDeletion,
-    MailboxRenamed,
-    MessageMoveEvent,
-    QuotaUsageUpdatedEvent,
-)
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.ids import MessageId
 from mailserver.model.mailbox import MailboxPath
@@ -85,7 +75,7 @@ class MailboxContract:
         ctx.manager.create_mailbox(path)
         names = [m.path.name for m in ctx.manager.list_mailboxes(user)]
         assert names == ["Archive", "Archive.2026", "Archive.2026.November"]
-        added = [e.path.name for e in recorder.of_type(MailboxAdded) if e.user == user]
+        added = [e.path.name for e in recorder.of_type(events.MailboxAdded) if e.user == user]
         assert added == names
 
     def test_create_existing_mailbox_fails(self, ctx, inbox):
@@ -105,7 +95,7 @@ class MailboxContract:
         ctx.manager.rename_mailbox(MailboxPath.of(user, "Projects"), MailboxPath.of(user, "Old.Projects"))
         names = sorted(m.path.name for m in ctx.manager.list_mailboxes(user))
         assert names == ["Old", "Old.Projects", "Old.Projects.Alpha"]
-        renamed = {(e.path.name, e.new_path.name) for e in recorder.of_type(MailboxRenamed) if e.user == user}
+        renamed = {(e.path.name, e.new_path.name) for e in recorder.of_type(events.MailboxRenamed) if e.user == user}
         assert renamed == {("Projects", "Old.Projects"), ("Projects.Alpha", "Old.Projects.Alpha")}
 
     def test_inbox_cannot_be_renamed_and_target_must_be_free(self, ctx, inbox, user):
@@ -127,7 +117,7 @@ class MailboxContract:
         assert ctx.manager.list_mailboxes(user) == []
         # James's DeleteMessageListener: real deletes without deduplication, left to the blob GC with it
         assert blobs_exist(ctx, content) == [ctx.blobs.deduplicating] * 2
-        deletions = {e.path.name: e.deleted_message_count for e in recorder.of_type(MailboxDeletion)
+        deletions = {e.path.name: e.deleted_message_count for e in recorder.of_type(events.MailboxDeletion)
                      if e.user == user}
         assert deletions == {"Lists": 0, "Lists.Python": 1}
         assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(0, 0)
@@ -140,7 +130,7 @@ class MailboxContract:
         assert ctx.manager.get_acl(path) == {"alice@example.com": "lr", "-bob@example.com": "w"}
         ctx.manager.set_rights(path, "alice@example.com", "")
         assert ctx.manager.get_acl(path) == {"-bob@example.com": "w"}
-        updates = [e for e in recorder.of_type(MailboxACLUpdated) if e.user == user]
+        updates = [e for e in recorder.of_type(events.MailboxACLUpdated) if e.user == user]
         assert [(e.old_acl, e.new_acl) for e in updates] == [
             ({}, {"alice@example.com": "lr"}),
             ({"alice@example.com": "lr"}, {"alice@example.com": "lr", "-bob@example.com": "w"}),
@@ -149,7 +139,7 @@ class MailboxContract:
         with pytest.raises(InvalidAcl):
             ctx.manager.set_rights(path, "alice@example.com", "lrz")
         ctx.manager.delete_mailbox(path)
-        deletion = next(e for e in recorder.of_type(MailboxDeletion) if e.path == path)
+        deletion = next(e for e in recorder.of_type(events.MailboxDeletion) if e.path == path)
         assert deletion.acl == {"-bob@example.com": "w"}
 
     # ---------------------------------------------------------------- append and read
@@ -203,7 +193,7 @@ class MailboxContract:
         assert [m.message_id for m in ctx.manager.get_messages(inbox)] == [chosen]
         assert ctx.manager.counters(inbox) == MailboxCounters(1, 1)
         assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
-        assert len([e for e in recorder.of_type(Added) if e.user == user]) == 1
+        assert len([e for e in recorder.of_type(events.Added) if e.user == user]) == 1
 
     def test_append_once_does_not_store_again_a_copy_moved_elsewhere(self, ctx, inbox, user):
         archive = MailboxPath.of(user, "Archive")
@@ -247,7 +237,7 @@ class MailboxContract:
         assert ctx.manager.counters(inbox) == MailboxCounters(1, 1)
         assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
         assert ctx.fast_view.retrieve(result.id.message_id) == ("Hello Bob, see you tomorrow.", False)
-        added = [e for e in recorder.of_type(Added) if e.user == user]
+        added = [e for e in recorder.of_type(events.Added) if e.user == user]
         assert len(added) == 1 and added[0].is_delivery and added[0].added[0].uid == 1
         assert added[0].added[0].flags.has(SystemFlag.RECENT)
 
@@ -257,7 +247,7 @@ class MailboxContract:
         first = ctx.manager.append(inbox, message(1))
         ctx.manager.append(inbox, message(2))
         ctx.manager.delete_messages(user, [first.id.message_id])
-        updates = [e for e in recorder.of_type(QuotaUsageUpdatedEvent) if e.user == user]
+        updates = [e for e in recorder.of_type(events.QuotaUsageUpdatedEvent) if e.user == user]
         sizes = [len(message(1)), len(message(1)) + len(message(2)), len(message(2))]
         assert [(e.usage.count, e.usage.size) for e in updates] == list(zip([1, 2, 1], sizes, strict=True))
         assert {e.quota_root for e in updates} == {root}
@@ -277,7 +267,7 @@ class MailboxContract:
             ctx.manager.append(inbox, message(2))
         ctx.quota.set_user_limits(QuotaRoot.for_user(user), QuotaLimits(count=-1))   # unlimited lifts the domain's
         ctx.manager.append(inbox, message(2))
-        last = [e for e in recorder.of_type(QuotaUsageUpdatedEvent) if e.user == user][-1]
+        last = [e for e in recorder.of_type(events.QuotaUsageUpdatedEvent) if e.user == user][-1]
         assert last.usage.count == 2 and last.limits.count is None
         assert last.to_json()["QuotaUsageUpdatedEvent"]["countQuota"]["limits"] == {"User": None, "Domain": 1}
 
@@ -315,7 +305,7 @@ class MailboxContract:
         assert {m.mailbox_id for m in ctx.manager.find_message(original.id.message_id)} == \
             {ctx.manager.get_mailbox(inbox).id, ctx.manager.get_mailbox(archive).id}
         assert ctx.quota.current(QuotaRoot.for_user(user)).count == 2
-        copy_event = next(e for e in recorder.of_type(Added) if e.path == archive)
+        copy_event = next(e for e in recorder.of_type(events.Added) if e.path == archive)
         assert copy_event.is_appended is False
 
     def test_move_leaves_source_empty_and_quota_unchanged(self, ctx, recorder, inbox, user):
@@ -328,7 +318,7 @@ class MailboxContract:
         assert ctx.manager.counters(inbox) == MailboxCounters(0, 0)
         assert ctx.manager.counters(archive).count == 1
         assert ctx.quota.current(QuotaRoot.for_user(user)) == QuotaUsage(1, len(message(1)))
-        assert any(original.id.message_id in e.message_ids for e in recorder.of_type(MessageMoveEvent))
+        assert any(original.id.message_id in e.message_ids for e in recorder.of_type(events.MessageMoveEvent))
         assert ctx.manager.read_message(original.id.message_id) == message(1), "content survives a move"
 
     # ---------------------------------------------------------------- flags
@@ -345,9 +335,9 @@ class MailboxContract:
         assert ctx.manager.counters(inbox) == MailboxCounters(2, 2)
         ctx.manager.set_flags(inbox, Flags.of(SystemFlag.FLAGGED), FlagsUpdateMode.REPLACE)
         assert all(m.flags == Flags.of(SystemFlag.FLAGGED) for m in ctx.manager.get_messages(inbox))
-        events = [e for e in recorder.of_type(FlagsUpdated) if e.user == user]
-        assert [len(e.updated) for e in events] == [1, 1, 2]
-        assert events[0].updated[0].old_flags == Flags() and events[0].updated[0].new_flags.has(SystemFlag.SEEN)
+        updates = [e for e in recorder.of_type(events.FlagsUpdated) if e.user == user]
+        assert [len(e.updated) for e in updates] == [1, 1, 2]
+        assert updates[0].updated[0].old_flags == Flags() and updates[0].updated[0].new_flags.has(SystemFlag.SEEN)
 
     def test_setting_the_same_flags_again_changes_nothing(self, ctx, inbox):
         ctx.manager.append(inbox, message(1), flags=Flags.of(SystemFlag.SEEN))
@@ -367,7 +357,7 @@ class MailboxContract:
         assert ctx.fast_view.retrieve(gone.id.message_id) is None
         assert blobs_exist(ctx, gone_content) == [ctx.blobs.deduplicating] * 2   # James's DeleteMessageListener
         assert ctx.manager.read_message(keep.id.message_id) == message(1)
-        assert [e.expunged[0].uid for e in recorder.of_type(Expunged) if e.user == user] == [gone.id.uid]
+        assert [e.expunged[0].uid for e in recorder.of_type(events.Expunged) if e.user == user] == [gone.id.uid]
 
     def test_expunge_keeps_content_still_referenced_by_a_copy(self, ctx, inbox, user):
         archive = MailboxPath.of(user, "Archive")
