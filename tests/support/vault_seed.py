@@ -183,7 +183,11 @@ def s3_listing(store: S3BlobStore) -> dict[str, dict[str, int]]:
     return listing
 
 
-def expected_state(entries: Sequence[SeededEntry]) -> tuple[dict, dict, set[str], dict[str, dict[str, int]]]:
+# metadata rows, storage rows, listed months, S3 listing (month -> {key: size})
+VaultState = tuple[dict, dict, set[str], dict[str, dict[str, int]]]
+
+
+def expected_state(entries: Sequence[SeededEntry]) -> VaultState:
     """What ``metadata_rows``, ``storage_rows``, ``listed_months`` and ``s3_listing`` read when just ``entries``
     are in the vault."""
     s3: dict[str, dict[str, int]] = {}
@@ -192,6 +196,11 @@ def expected_state(entries: Sequence[SeededEntry]) -> tuple[dict, dict, set[str]
     return ({(e.bucket, e.owner, e.message_id): e.payload for e in entries},
             {(e.owner, e.message_id): (e.bucket, e.blob_id) for e in entries},
             {e.bucket for e in entries}, s3)
+
+
+def vault_state(session: CassandraSession, store: S3BlobStore) -> VaultState:
+    """The vault as ``expected_state`` describes it: its three tables and its S3 buckets, read back."""
+    return metadata_rows(session), storage_rows(session), listed_months(session), s3_listing(store)
 
 
 @contextmanager

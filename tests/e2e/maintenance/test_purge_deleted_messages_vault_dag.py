@@ -17,13 +17,10 @@ from tests.support.vault_seed import (
     PURGE_BEGINNING,
     PURGE_TASK_TYPE,
     expected_state,
-    listed_months,
-    metadata_rows,
     prefixed_vault_store,
     purge_months,
-    s3_listing,
     seed_vault,
-    storage_rows,
+    vault_state,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
@@ -39,10 +36,6 @@ def vault_store(stack):
     tag = uuid.uuid4().hex[:8]
     with prefixed_vault_store(stack, f"vp{tag}-", f"vault-dag-{tag}") as store:
         yield store
-
-
-def vault_state(session, store) -> tuple:
-    return metadata_rows(session), storage_rows(session), listed_months(session), s3_listing(store)
 
 
 def test_dry_run_lists_and_writes_nothing_then_the_purge_deletes_the_expired_months(
