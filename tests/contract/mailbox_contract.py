@@ -12,15 +12,8 @@ from datetime import UTC, datetime
 import pytest
 
 from mailserver.events.in_process import RecordingListener
+from mailserver.mailbox import errors
 from mailserver.mailbox.content import MalformedMessage
-from mailserver.mailbox.errors import (
-    InboxCannotBeRenamedOrDeleted,
-    MailboxExists,
-    MailboxHasChildren,
-    MailboxNotFound,
-    MessageNotFound,
-    OverQuota,
-)
 from mailserver.mailbox.manager import MailboxState, StoredBody
 from mailserver.mailbox.store import MailboxCounters
 from mailserver.model import events
@@ -79,7 +72,7 @@ class MailboxContract:
         assert added == names
 
     def test_create_existing_mailbox_fails(self, ctx, inbox):
-        with pytest.raises(MailboxExists):
+        with pytest.raises(errors.MailboxExists):
             ctx.manager.create_mailbox(inbox)
 
     def test_lookup_by_id_and_by_path_agree(self, ctx, user):
@@ -87,7 +80,7 @@ class MailboxContract:
         by_id = ctx.manager.get_mailbox_by_id(mailbox_id)
         assert by_id.path == MailboxPath.of(user, "Work")
         assert ctx.manager.get_mailbox(by_id.path).id == mailbox_id
-        with pytest.raises(MailboxNotFound):
+        with pytest.raises(errors.MailboxNotFound):
             ctx.manager.get_mailbox(MailboxPath.of(user, "Nope"))
 
     def test_rename_moves_children_and_emits_renamed(self, ctx, recorder, user):
@@ -99,11 +92,11 @@ class MailboxContract:
         assert renamed == {("Projects", "Old.Projects"), ("Projects.Alpha", "Old.Projects.Alpha")}
 
     def test_inbox_cannot_be_renamed_and_target_must_be_free(self, ctx, inbox, user):
-        with pytest.raises(InboxCannotBeRenamedOrDeleted):
+        with pytest.raises(errors.InboxCannotBeRenamedOrDeleted):
             ctx.manager.rename_mailbox(inbox, MailboxPath.of(user, "Other"))
         ctx.manager.create_mailbox(MailboxPath.of(user, "A"))
         ctx.manager.create_mailbox(MailboxPath.of(user, "B"))
-        with pytest.raises(MailboxExists):
+        with pytest.raises(errors.MailboxExists):
             ctx.manager.rename_mailbox(MailboxPath.of(user, "A"), MailboxPath.of(user, "B"))
 
     def test_delete_with_children_needs_recursive_and_releases_quota(self, ctx, recorder, user):
@@ -111,7 +104,7 @@ class MailboxContract:
         ctx.manager.create_mailbox(child)
         appended = ctx.manager.append(child, message(1))
         content = ctx.messages.get_content(appended.id.message_id)
-        with pytest.raises(MailboxHasChildren):
+        with pytest.raises(errors.MailboxHasChildren):
             ctx.manager.delete_mailbox(parent)
         ctx.manager.delete_mailbox(parent, recursive=True)
         assert ctx.manager.list_mailboxes(user) == []
@@ -229,7 +222,7 @@ class MailboxContract:
         with ctx.manager.open_message(result.id.message_id) as stream:
             chunks = [stream.read(7), stream.read()]
         assert b"".join(chunks) == raw and len(chunks[0]) == 7
-        with pytest.raises(MessageNotFound):
+        with pytest.raises(errors.MessageNotFound):
             ctx.manager.open_message(MessageId.generate())
 
     def test_append_updates_counters_quota_fast_view_and_emits_added(self, ctx, recorder, inbox, user):
@@ -263,7 +256,7 @@ class MailboxContract:
         ctx.manager.create_mailbox(inbox)
         ctx.quota.set_domain_limits(user.domain, QuotaLimits(count=1))
         ctx.manager.append(inbox, message(1))
-        with pytest.raises(OverQuota, match="count"):
+        with pytest.raises(errors.OverQuota, match="count"):
             ctx.manager.append(inbox, message(2))
         ctx.quota.set_user_limits(QuotaRoot.for_user(user), QuotaLimits(count=-1))   # unlimited lifts the domain's
         ctx.manager.append(inbox, message(2))
@@ -284,7 +277,7 @@ class MailboxContract:
     def test_append_over_quota_is_refused_and_writes_nothing(self, ctx, inbox, user):
         ctx.quota.set_user_limits(QuotaRoot.for_user(user), QuotaLimits(count=1))
         ctx.manager.append(inbox, message(1))
-        with pytest.raises(OverQuota, match="count"):
+        with pytest.raises(errors.OverQuota, match="count"):
             ctx.manager.append(inbox, message(2))
         assert [m.uid for m in ctx.manager.get_messages(inbox)] == [1]
         assert ctx.quota.current(QuotaRoot.for_user(user)).count == 1
