@@ -33,8 +33,11 @@ def test_rule_fails_matching_writes_only_the_requested_number_of_times():
 
 
 def test_contains_narrows_the_rule_and_clear_disarms():
+    unseen = "UPDATE mailboxCounters SET unseen = unseen + 1 WHERE mailboxId = ?"
     faults = FaultInjector()
-    faults.fail("mailboxCounters", contains="unseen")
-    faults.check("UPDATE mailboxCounters SET count = count + 1 WHERE mailboxId = ?")
+    faults.fail("mailboxCounters", contains="unseen", times=2)
+    faults.check("UPDATE mailboxCounters SET count = count + 1 WHERE mailboxId = ?")   # same table, no "unseen"
+    with pytest.raises(InjectedWriteFailure, match="mailboxCounters"):
+        faults.check(unseen)
     faults.clear()
-    faults.check("UPDATE mailboxCounters SET unseen = unseen + 1 WHERE mailboxId = ?")
+    faults.check(unseen)   # the second armed failure went with the rule

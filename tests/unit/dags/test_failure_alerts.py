@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import SimpleNamespace
 
 import pytest
+import structlog.testing
 
 
 @pytest.fixture
@@ -59,7 +60,12 @@ def test_without_the_connection_the_alert_is_only_logged(monkeypatch):
     from mailplatform.notifiers import PlatformAlertNotifier
 
     monkeypatch.delenv("AIRFLOW_CONN_MAILPLATFORM_ALERTS", raising=False)
-    PlatformAlertNotifier("run_failed").notify(failed_task_context())   # no exception: a task never fails for it
+    with structlog.testing.capture_logs() as logs:   # Airflow's loggers are structlog's
+        PlatformAlertNotifier("run_failed").notify(failed_task_context())   # no exception: a task never fails for it
+
+    [warning] = [entry for entry in logs if entry["log_level"] == "warning"]
+    assert warning["event"].startswith("no mailplatform_alerts connection: alert not sent: ")
+    assert json.loads(warning["event"].split(": ", 1)[1].removeprefix("alert not sent: "))["event"] == "run_failed"
 
 
 def test_the_webhook_url_from_an_airflow_connection_uri():

@@ -19,8 +19,9 @@ def test_a_queue_webadmin_does_not_list_is_refused_naming_the_parameter_and_the_
 
 
 def test_a_webadmin_that_knows_no_queue_cannot_refuse_one():
-    mail_queue_exists("queue")({"queue": "spool"}, lookups())   # a WebAdmin without the spooler role
+    # A rule returns None when the parameter passes and raises ParamError otherwise.
+    assert mail_queue_exists("queue")({"queue": "spool"}, lookups()) is None   # a WebAdmin without the spooler role
 
 
 def test_a_listed_queue_passes():
-    mail_queue_exists("queue")({"queue": "spool"}, lookups("spool"))
+    assert mail_queue_exists("queue")({"queue": "spool"}, lookups("spool")) is None

@@ -15,11 +15,12 @@ def lookups(users: set[str] = frozenset(), owners: set[str] = frozenset(), domai
 
 
 def test_a_known_user_passes():
-    user_exists("user")({"user": "bob@ops.test"}, lookups(users={"bob@ops.test"}))
+    # A rule returns None when the parameter passes and raises ParamError otherwise.
+    assert user_exists("user")({"user": "bob@ops.test"}, lookups(users={"bob@ops.test"})) is None
 
 
 def test_a_removed_user_whose_mailboxes_remain_passes():
-    user_exists("user")({"user": "gone@ops.test"}, lookups(owners={"gone@ops.test"}))
+    assert user_exists("user")({"user": "gone@ops.test"}, lookups(owners={"gone@ops.test"})) is None
 
 
 def test_a_user_with_neither_account_nor_mailbox_is_refused_saying_whether_the_domain_is_ours():

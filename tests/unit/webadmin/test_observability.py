@@ -40,8 +40,13 @@ def test_james_named_timers():
 
 
 def test_two_apps_in_one_process_do_not_clash():
-    Metrics()
-    Metrics()
+    first, second = Metrics(), Metrics()   # a shared registry would refuse the second's metric names
+    first.maintenance.set(1)
+    with first.timed("SMTP-rcpt"):
+        pass
+    assert "maintenance_mode_enabled 1.0" in first.exposition().decode()
+    assert "maintenance_mode_enabled 0.0" in second.exposition().decode()
+    assert "SMTP_rcpt_count" not in second.exposition().decode()
 
 
 @pytest.fixture

@@ -30,12 +30,17 @@ def broker(monkeypatch):
 
 
 def test_init_does_no_io(monkeypatch):
-    def refuse(*_args, **_kwargs):
+    attempts: list[tuple] = []
+
+    def refuse(*args, **_kwargs):
+        attempts.append(args)   # kept even if __init__ swallowed the error below
         raise AssertionError("the hook opened a connection in __init__")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(RabbitMQManagementHook, "get_connection", refuse)
-    RabbitMQManagementHook("no_such_connection")
+    hook = RabbitMQManagementHook("no_such_connection")
+    assert attempts == []
+    assert hook.rabbitmq_conn_id == "no_such_connection"
 
 
 def test_the_platform_connection_gives_the_stack_vhost_and_amqp_url(monkeypatch):

@@ -23,12 +23,17 @@ from tests.unit.webadmin.webadmin_support import make_context
 
 
 def test_init_does_no_io(monkeypatch):
-    def refuse(*_args, **_kwargs):
+    attempts: list[tuple] = []
+
+    def refuse(*args, **_kwargs):
+        attempts.append(args)   # kept even if __init__ swallowed the error below
         raise AssertionError("the hook opened a connection in __init__")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(WebAdminHook, "get_connection", refuse)
-    WebAdminHook("no_such_connection")
+    hook = WebAdminHook("no_such_connection")
+    assert attempts == []
+    assert hook.webadmin_conn_id == "no_such_connection"
 
 
 def test_health_healthy(webadmin):
