@@ -44,6 +44,8 @@ def test_smoke_dag_runs_spark_job_and_verifies_result(stack, spark_env, airflow_
 
 
 def test_smoke_dag_rejects_invalid_keyspace_param(airflow_db):
+    from airflow.sdk.exceptions import ParamValidationError
+
     dag = load_dag("platform_smoke")
-    with pytest.raises(Exception, match=r"keyspace|pattern|does not match"):
+    with pytest.raises(ParamValidationError, match="Invalid input for param keyspace: 'Bad-Name; DROP' does not match"):
         dag.test(run_conf={"keyspace": "Bad-Name; DROP"})

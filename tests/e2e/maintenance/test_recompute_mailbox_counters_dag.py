@@ -43,6 +43,9 @@ def test_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace):
 
 
 def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow):
+    from airflow.sdk.exceptions import ParamValidationError
+
     dag = load_dag(DAG_ID)
-    with pytest.raises(Exception, match=r"trust_message_projection|boolean"):
+    refused = r"Invalid input for param trust_message_projection: 'yes' is not of type .*'boolean'"
+    with pytest.raises(ParamValidationError, match=refused):
         dag.test(run_conf={"trust_message_projection": "yes"})

@@ -72,8 +72,10 @@ def test_one_group_then_all_then_nothing_left(maintenance_keyspace, bus):
 
 
 def test_a_scope_without_its_group_is_refused_before_anything_runs(maintenance_airflow):
+    from airflow.sdk.exceptions import ParamValidationError
+
     run, states, _ = run_dag(DAG_ID, {"scope": "event"})
     assert run.state == "failed"
     assert states["check_params"] == "failed" and states["detect_redeliver_verify"] == "upstream_failed"
-    with pytest.raises(Exception, match=r"insertion_id|pattern|does not match"):
+    with pytest.raises(ParamValidationError, match="Invalid input for param insertion_id: '42' does not match"):
         load_dag(DAG_ID).test(run_conf={"scope": "event", "group": QUOTA, "insertion_id": "42"})

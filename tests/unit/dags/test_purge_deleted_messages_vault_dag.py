@@ -48,10 +48,11 @@ def test_params_become_job_options(module):
 ])
 def test_params_are_validated(dag, name, good, bad):
     from airflow.sdk import Param
+    from airflow.sdk.exceptions import ParamValidationError
 
     schema = dag.params.get_param(name).schema
     for value in good:
         assert Param(value, **schema).resolve() == value
     for value in bad:
-        with pytest.raises(Exception):  # noqa: B017 - jsonschema's or Airflow's validation error
+        with pytest.raises(ParamValidationError):
             Param(value, **schema).resolve()
