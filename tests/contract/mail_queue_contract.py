@@ -18,6 +18,8 @@ import pytest
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import MAILET_ERROR, Mail, MailContent, PerRecipientHeader, new_mail_name
 from mailserver.queue.api import MailQueueError, Outcome, RemoveField
+from tests.support.events import eventually
+from tests.support.queue_waits import dequeues_entered
 
 RAW = b"From: a@example.com\r\nSubject: queued\r\n\r\nbody of the queued mail\r\n"
 WAIT = 10.0  # generous upper bound for "comes back" / "becomes due"; never reached when all is well
@@ -111,21 +113,19 @@ class MailQueueContract:
         assert queue.dequeue(timeout=SHORT) is None
         assert queue.dequeue(timeout=0) is None
 
-    def test_interrupt_waits_ends_every_waiting_dequeue_and_the_queue_still_serves(self, queue):
+    def test_interrupt_waits_ends_every_waiting_dequeue_and_the_queue_still_serves(self, queue, monkeypatch):
         # The waits are far longer than the join: only the interrupt can end them in time.
         results: list = []
-        started = threading.Barrier(3)
+        entered = dequeues_entered(monkeypatch, queue)
 
         def wait_for_a_mail() -> None:
-            started.wait()
             results.append(queue.dequeue(timeout=10 * WAIT))
             queue.release()
 
         waiters = [threading.Thread(target=wait_for_a_mail, daemon=True) for _ in range(2)]
         for waiter in waiters:
             waiter.start()
-        started.wait()
-        time.sleep(SHORT)   # both are waiting in dequeue by now
+        eventually(lambda: entered() == 2, timeout=WAIT)   # both are waiting in dequeue
         queue.interrupt_waits()
         for waiter in waiters:
             waiter.join(WAIT)

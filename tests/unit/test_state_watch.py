@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime
 from itertools import count
 
+from tests.support.events import eventually
 from tests.support.state_watch import StateWatch
 
 
@@ -20,10 +21,10 @@ def test_it_keeps_reading_until_stopped_and_keeps_what_failed() -> None:
 
     with StateWatch(read, interval=0.01) as watch:
         started = datetime.now(UTC)
-        time.sleep(0.3)
+        eventually(lambda: len(watch.readings) >= 5, timeout=10)
     stopped = datetime.now(UTC)
     seen = len(watch.readings)
-    time.sleep(0.05)
+    time.sleep(0.05)   # five reading intervals after the block: a watch still running would read meanwhile
 
     assert len(watch.readings) == seen, "read again after the block ended"
     assert seen >= 5 and watch.states()[:2] == [0, 2]   # the failed reading is skipped, not fatal

@@ -32,7 +32,9 @@ from mailserver.queue.api import OUTGOING, SPOOL, MailQueueError, Outcome
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import MemoryMailQueueFactory
 from tests.support.clock import ManualClock
+from tests.support.events import eventually
 from tests.support.ports import unused_port
+from tests.support.queue_waits import dequeues_entered
 from tests.unit.delivery.delivery_helpers import Sink
 from tests.unit.smtp.smtp_helpers import self_signed
 
@@ -302,8 +304,9 @@ def test_worker_loop_delivers_and_stops_gracefully(queues, sink):
         assert worker.stop(timeout=5)
 
 
-def test_stop_does_not_wait_out_an_idle_threads_poll(queues, sink):
+def test_stop_does_not_wait_out_an_idle_threads_poll(queues, sink, monkeypatch):
     # Threads wait an hour for a mail: stop() ends the wait instead of joining them after it.
+    entered = dequeues_entered(monkeypatch, queues[0])
     worker = worker_for(queues, {"remote.test": [("mx", 10, sink.address)]}, poll_seconds=3600).start(threads=2)
-    time.sleep(0.2)   # both threads are waiting in dequeue
+    eventually(lambda: entered() == 2, timeout=10)   # both threads are waiting in dequeue
     assert worker.stop(timeout=10)

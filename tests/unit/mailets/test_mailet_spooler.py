@@ -12,6 +12,8 @@ from mailserver.mailets.spooler import MailSpooler, spooler_for
 from mailserver.model.mail import PROCESSING_ERROR_COUNT, Mail
 from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueueError, Outcome
+from tests.support.events import eventually
+from tests.support.queue_waits import dequeues_entered
 from tests.unit.mailets.support import Env, container_of, make_mail
 
 FAILURES = {"left": 0}
@@ -124,11 +126,12 @@ def test_worker_threads_drain_the_spool_and_stop_gracefully(env: Env):
     assert env.spool.size() == 0 and spooler.in_flight == 0
 
 
-def test_stop_does_not_wait_out_an_idle_workers_poll(env: Env):
+def test_stop_does_not_wait_out_an_idle_workers_poll(env: Env, monkeypatch):
     # Workers wait an hour for a mail: stop() ends the wait instead of joining them after it.
+    entered = dequeues_entered(monkeypatch, env.spool)
     spooler = spooler_of(env, threads=3, poll_timeout=3600)
     spooler.start()
-    time.sleep(0.2)   # every worker is waiting in dequeue
+    eventually(lambda: entered() == 3, timeout=10)   # every worker is waiting in dequeue
     assert spooler.stop(timeout=10)
 
 
