@@ -17,6 +17,12 @@ class MemoryBlobStore(BlobStore):
         self._lock = threading.Lock()
         self._buckets: dict[BucketName, dict[BlobId, bytes]] = {}
 
+    def sharing_buckets(self, ids: BlobIdFactory | None = None) -> MemoryBlobStore:
+        """Another store over these same buckets, with its own ids: two servers on one S3."""
+        other = MemoryBlobStore(self.default_bucket, ids=ids or self.blob_id_factory)
+        other._lock, other._buckets = self._lock, self._buckets
+        return other
+
     def _put(self, bucket: BucketName, blob_id: BlobId, content: Spooled) -> None:
         data = content.file.read()
         with self._lock:

@@ -45,6 +45,11 @@ class EventDeadLettersClearedSensor(BaseSensorOperator):
         self.request_timeout = request_timeout
         self._last = "not checked yet"
 
+    @property
+    def last_reading(self) -> str:
+        """What the last poke saw, or why it could not look: what a timeout reports."""
+        return self._last
+
     def _checked_scope(self) -> tuple[str, str | None, uuid.UUID | None]:
         scope = str(self.scope)
         group = str(self.group) if self.group not in (None, "", "None") else None

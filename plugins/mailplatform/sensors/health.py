@@ -40,6 +40,11 @@ class WebAdminHealthSensor(BaseSensorOperator):
         self.request_timeout = request_timeout
         self._last_problem = "no health check answered yet"
 
+    @property
+    def last_problem(self) -> str:
+        """Why the last poke was not healthy, or could not ask: what a timeout reports."""
+        return self._last_problem
+
     def poke(self, context: Any) -> bool:
         with WebAdminHook(self.webadmin_conn_id, timeout=self.request_timeout,
                           connect_timeout=self.request_timeout) as hook:

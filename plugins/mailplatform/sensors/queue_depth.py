@@ -51,6 +51,11 @@ class QueueDepthSensor(BaseSensorOperator):
         self.request_timeout = request_timeout
         self._last = "no depth read yet"
 
+    @property
+    def last_reading(self) -> str:
+        """What the last poke saw, or why it could not look: what a timeout reports."""
+        return self._last
+
     def _limit(self) -> int:
         try:
             limit = int(self.max_messages)

@@ -28,6 +28,11 @@ class RabbitMQHealthSensor(BaseSensorOperator):
         self.request_timeout = request_timeout
         self._last_problem = "no answer yet"
 
+    @property
+    def last_problem(self) -> str:
+        """Why the last poke was not healthy, or could not ask: what a timeout reports."""
+        return self._last_problem
+
     def poke(self, context: Any) -> bool:
         with RabbitMQManagementHook(self.rabbitmq_conn_id, timeout=self.request_timeout) as hook:
             try:

@@ -28,9 +28,7 @@ class TestCachedBlobStore(BlobStoreContract):
         shared = MemoryBlobStore()
 
         def make(ids) -> CachedBlobStore:
-            inner = MemoryBlobStore(ids=ids)
-            inner._buckets, inner._lock = shared._buckets, shared._lock
-            return CachedBlobStore(inner, max_bytes=64 * 1024, max_blob_bytes=8 * 1024)
+            return CachedBlobStore(shared.sharing_buckets(ids), max_bytes=64 * 1024, max_blob_bytes=8 * 1024)
         return make
 
 

@@ -14,9 +14,7 @@ class TestMemoryBlobStore(BlobStoreContract):
         shared = MemoryBlobStore()   # every store of a test sees the same buckets, as on S3
 
         def make(ids) -> MemoryBlobStore:
-            store = MemoryBlobStore(ids=ids)
-            store._buckets, store._lock = shared._buckets, shared._lock
-            return store
+            return shared.sharing_buckets(ids)
         return make
 
 

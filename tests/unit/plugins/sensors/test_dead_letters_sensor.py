@@ -25,7 +25,7 @@ def test_scope_all_follows_webadmins_dead_letters_check(serve):
     serve(make_context(health_checks=[EventDeadLettersHealthCheck(lambda: dead_letters["present"])]))
     probe = sensor(scope="all", group="", insertion_id="")     # the DAG renders absent params as ""
     assert probe.poke({}) is False
-    assert "EventDeadLetters contain events" in probe._last
+    assert "EventDeadLetters contain events" in probe.last_reading
     dead_letters["present"] = False
     assert probe.poke({}) is True
 

@@ -23,7 +23,7 @@ def test_poke_true_when_healthy_false_when_not(webadmin):
     webadmin.checks[OPENSEARCH].set(Status.UNHEALTHY, "red")
     probe = sensor()
     assert probe.poke({}) is False
-    assert probe._last_problem == "OpenSearch Backend is unhealthy (red)"
+    assert probe.last_problem == "OpenSearch Backend is unhealthy (red)"
 
 
 def test_components_selection(webadmin):
@@ -43,7 +43,7 @@ def test_unreachable_server_is_not_healthy_yet(monkeypatch, closed_port):
     monkeypatch.setenv("AIRFLOW_CONN_WEBADMIN_DEFAULT", connection(closed_port))
     probe = sensor()
     assert probe.poke({}) is False
-    assert probe._last_problem.startswith("WebAdmin unreachable")
+    assert probe.last_problem.startswith("WebAdmin unreachable")
 
 
 def test_unknown_component_fails_instead_of_waiting(webadmin):

@@ -56,7 +56,7 @@ def test_a_missing_queue_fails_at_once_unless_missing_ok(broker):
 def test_unreachable_management_is_not_drained_yet(monkeypatch, closed_port):
     monkeypatch.setenv("AIRFLOW_CONN_RABBITMQ_MANAGEMENT", connection(closed_port))
     probe = sensor(queue_name=SPOOL)
-    assert probe.poke({}) is False and probe._last.startswith("management API unreachable")
+    assert probe.poke({}) is False and probe.last_reading.startswith("management API unreachable")
 
 
 def test_timeout_names_the_last_depth(broker):
@@ -70,7 +70,7 @@ def test_broker_health_vhost_and_alarms(broker):
     probe = RabbitMQHealthSensor(task_id="broker", poke_interval=0.05, timeout=5)
     assert probe.poke({}) is True
     broker.alarms.append({"node": "rabbit@localhost", "resource": "disk"})
-    assert probe.poke({}) is False and probe._last_problem == "disk alarm on rabbit@localhost"
+    assert probe.poke({}) is False and probe.last_problem == "disk alarm on rabbit@localhost"
     broker.vhosts.clear()
     with pytest.raises(AirflowException, match="vhost '/' does not exist"):
         probe.poke({})
