@@ -37,6 +37,7 @@ from mailserver.events.retry import RetryPolicy
 from mailserver.events.topology import BusTopology
 from mailserver.model.events import EventDeserializationError, MailboxEvent, deserialize_events, serialize_event
 from mailserver.observability.metrics import Metrics
+from mailserver.rabbitmq_queues import QueueType
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,8 @@ RECONNECT_DELAYS = (0.5, 1, 2, 5, 10)
 class RabbitMQEventBus(EventBus):
     def __init__(self, amqp_url: str, dead_letters: EventDeadLetters, *, names: BusNames | None = None,
                  retry: RetryPolicy | None = None, concurrency: int = 10, publisher_connections: int = 4,
-                 propagate_dispatch_error: bool = False, metrics: Metrics | None = None) -> None:
+                 propagate_dispatch_error: bool = False, metrics: Metrics | None = None,
+                 queue_type: QueueType | None = None) -> None:
         self.amqp_url = amqp_url
         self.names = names or BusNames()
         self.dead_letters = dead_letters
@@ -55,7 +57,7 @@ class RabbitMQEventBus(EventBus):
         self.propagate_dispatch_error = propagate_dispatch_error
         self.metrics = metrics
         self.bus_id = str(uuid.uuid4())
-        self.topology = BusTopology(amqp_url, self.names)
+        self.topology = BusTopology(amqp_url, self.names, queue_type)
         self.publisher = ConfirmingPublisher(amqp_url, connections=publisher_connections)
         self.listeners: dict[str, EventListener] = {}
         self._declared = False

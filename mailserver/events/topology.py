@@ -14,15 +14,23 @@ from typing import Any
 import pika
 import pika.exceptions
 
+from mailserver.events.api import EventBusError
+from mailserver.events.declarations import apply, base_declarations, group_declarations
 from mailserver.events.naming import BusNames
+from mailserver.rabbitmq_queues import QueueType
 
 log = logging.getLogger(__name__)
 
 
+class TopologyMismatch(EventBusError):
+    """The broker holds a queue of this bus declared with other arguments (another queue type)."""
+
+
 class BusTopology:
-    def __init__(self, amqp_url: str, names: BusNames | None = None) -> None:
+    def __init__(self, amqp_url: str, names: BusNames | None = None, queue_type: QueueType | None = None) -> None:
         self.params = pika.URLParameters(amqp_url)
         self.names = names or BusNames()
+        self.queue_type = queue_type or QueueType()
 
     def _channel(self) -> tuple[Any, Any]:
         connection = pika.BlockingConnection(self.params)
@@ -33,25 +41,26 @@ class BusTopology:
         self._with_channel(channel, self._declare_base)
 
     def _declare_base(self, channel: Any) -> None:
-        n = self.names
-        channel.exchange_declare(n.exchange, exchange_type="direct", durable=True)
-        channel.exchange_declare(n.dead_letter_exchange, exchange_type="direct", durable=True)
-        channel.queue_declare(n.dead_letter_queue, durable=True)
-        channel.queue_bind(n.dead_letter_queue, n.dead_letter_exchange, routing_key="")
-        channel.queue_declare(n.shared_queue, durable=True, arguments=self._queue_arguments())
-        channel.queue_bind(n.shared_queue, n.exchange, routing_key="")
+        self._apply(channel, base_declarations(self.names, self.queue_type))
 
     def bind_groups(self, groups: Iterable[str], channel: Any | None = None) -> None:
         """Each group's retry exchange and work queue, bound (idempotent)."""
-        groups = list(groups)
+        declarations = [d for group in groups for d in group_declarations(self.names, self.queue_type, group)]
+        self._with_channel(channel, lambda ch: self._apply(ch, declarations))
 
-        def bind(ch: Any) -> None:
-            for group in groups:
-                exchange, queue = self.names.retry_exchange(group), self.names.work_queue(group)
-                ch.exchange_declare(exchange, exchange_type="direct", durable=True)
-                ch.queue_declare(queue, durable=True, arguments=self._queue_arguments())
-                ch.queue_bind(queue, exchange, routing_key="")
-        self._with_channel(channel, bind)
+    def _apply(self, channel: Any, declarations: Any) -> None:
+        try:
+            apply(channel, declarations)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code == 406:   # PRECONDITION_FAILED: inequivalent arguments
+                raise TopologyMismatch(
+                    f"RabbitMQ holds a queue of event bus {self.names.bus} declared with other arguments than "
+                    f"{self.queue_type.arguments()}: {exc.reply_text}. Configure the queue type as it was "
+                    "declared (MAILSERVER_QUEUE_QUORUM, MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR, "
+                    "MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT; James: quorum.queues.enable, "
+                    "quorum.queues.replication.factor, quorum.queues.delivery.limit), or drain the queue, "
+                    "delete it and let it be declared again") from exc
+            raise
 
     def unbind_groups(self, groups: Iterable[str], channel: Any | None = None) -> None:
         """Unbind each group's queue from its retry exchange; the queue and its messages stay."""
@@ -67,9 +76,6 @@ class BusTopology:
                     ch = ch.connection.channel()
                 log.info("event bus group %s unbound (its queue is kept)", group)
         self._with_channel(channel, unbind)
-
-    def _queue_arguments(self) -> dict[str, Any]:
-        return {"x-dead-letter-exchange": self.names.dead_letter_exchange}
 
     def _with_channel(self, channel: Any | None, action: Any) -> None:
         if channel is not None:

@@ -86,6 +86,7 @@ from mailserver.queue.serialization import (
 )
 from mailserver.queue.view import CassandraMailQueueView, ViewEntry
 from mailserver.rabbitmq_management import RabbitMQManagement
+from mailserver.rabbitmq_queues import QueueType
 
 log = logging.getLogger(__name__)
 
@@ -114,18 +115,8 @@ def _delay_ms(delay: timedelta | None) -> int:
 
 def queue_arguments(*, quorum: bool = False, replication_factor: int = 1,
                     delivery_limit: int | None = None) -> dict[str, Any]:
-    """James's ``RabbitMQConfiguration.workQueueArgumentsBuilder()`` (work and dead-letter queues alike).
-
-    Classic queues get ``x-queue-version: 2`` (James's default unless ``fallback.classic.queues.v1``);
-    quorum queues ``x-queue-type: quorum``, ``x-quorum-initial-group-size`` (James's
-    ``quorum.queues.replication.factor``, default 1) and ``x-delivery-limit`` when configured.
-    """
-    if not quorum:
-        return {"x-queue-version": 2}
-    args: dict[str, Any] = {"x-queue-type": "quorum", "x-quorum-initial-group-size": replication_factor}
-    if delivery_limit is not None:
-        args["x-delivery-limit"] = delivery_limit
-    return args
+    """James's ``RabbitMQConfiguration.workQueueArgumentsBuilder()`` (work and dead-letter queues alike)."""
+    return QueueType(quorum, replication_factor, delivery_limit).arguments()
 
 
 class _Link:

@@ -147,9 +147,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         queues = MeteredMailQueueFactory(
             DistributedMailQueueFactory(amqp_url, session, blobs,
                                         management_url=rabbitmq.management_url,
-                                        quorum=settings.queue_quorum,
-                                        quorum_replication_factor=settings.queue_quorum_replication_factor,
-                                        quorum_delivery_limit=settings.queue_quorum_delivery_limit), metrics)
+                                        quorum=settings.queue_type.quorum,
+                                        quorum_replication_factor=settings.queue_type.replication_factor,
+                                        quorum_delivery_limit=settings.queue_type.delivery_limit), metrics)
         domains: DomainList = CassandraDomainList(session)
         if settings.domain_cache_seconds > 0:   # asked several times per mail, changed a few times a year
             domains = CachedDomainList(domains, ttl=settings.domain_cache_seconds)
@@ -169,7 +169,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             others.append(checks.OpenSearchHealthCheck(opensearch.url))
         dead_letters = DeadLettersStore(session)
         bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
-                               concurrency=settings.event_bus_concurrency, metrics=metrics)
+                               concurrency=settings.event_bus_concurrency, metrics=metrics,
+                               queue_type=settings.queue_type)
         mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed,
                                     quota_limits_cache_seconds=settings.quota_limits_cache_seconds)
         vault = cassandra_vault(session, blobs)

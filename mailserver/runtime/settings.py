@@ -21,6 +21,7 @@ from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
 from mailserver.queue.api import SPOOL
+from mailserver.rabbitmq_queues import QueueType
 from mailserver.search.config import SearchConfig
 from mailserver.security.throttle_config import AuthThrottleConfig
 from mailserver.serving.server_thread import DEFAULT_EVENT_LOOP
@@ -30,6 +31,7 @@ from mailserver.settings import (
     ImapSettings,
     NodeSettings,
     QueueSettings,
+    RabbitMQSettings,
     ReadCacheSettings,
     SettingsError,
     SmtpSettings,
@@ -104,9 +106,8 @@ class ServeSettings:
     mailet_container: Path = DEFAULT_FILE
     spooler_threads: int | None = None          # None: the YAML's spooler.threads
     mx_static: dict[str, list[MxHost]] | None = None   # None: DNS
-    queue_quorum: bool = False                  # James's quorum.queues.enable (classic v2 queues otherwise)
-    queue_quorum_replication_factor: int = 1    # quorum.queues.replication.factor (x-quorum-initial-group-size)
-    queue_quorum_delivery_limit: int | None = None   # quorum.queues.delivery.limit (x-delivery-limit)
+    # James's quorum.queues.*: every work queue's type, mail queues and event bus alike
+    queue_type: QueueType = field(default_factory=QueueType)
     node_name: str = field(default_factory=socket.gethostname)
     health_interval: float = 2.0                # seconds between background probes of the backends
     queue_size_limits: dict[str, int] = field(default_factory=dict)   # MailQueueSize check, spool excluded
@@ -180,9 +181,7 @@ class ServeSettings:
             mailet_container=Path(delivery.mailet_container) if delivery.mailet_container else DEFAULT_FILE,
             spooler_threads=delivery.spooler_threads,
             mx_static=parse_mx_table(delivery.mx_static) if delivery.mx_static else None,
-            queue_quorum=queues.quorum,
-            queue_quorum_replication_factor=queues.quorum_replication_factor,
-            queue_quorum_delivery_limit=queues.quorum_delivery_limit,
+            queue_type=RabbitMQSettings.from_env(env).queue_type(),
             node_name=node.node_name or socket.gethostname(),
             health_interval=node.health_interval.total_seconds(),
             queue_size_limits=parse_queue_limits(queues.size_limits),

@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
+from mailserver.rabbitmq_queues import QueueType
+
 from .base import EnvironmentSettings, setting
-from .values import CommaList, Flag, PositiveSeconds, Whole, whole
+from .values import CommaList, Flag, Positive, PositiveSeconds, Whole, whole
 
 
 class CassandraSettings(EnvironmentSettings):
@@ -48,6 +50,18 @@ class RabbitMQSettings(EnvironmentSettings):
                                    "by `serve`).", "URL")
     management_url: str | None = setting("RABBITMQ_MANAGEMENT_URL", None, "RabbitMQ's management API: queue "
                                          "sizes and the event-bus groups check (unset: neither).", "URL")
+    # One queue type for every work queue, mail queues and event bus alike, as James's rabbitmq.properties.
+    quorum: Flag = setting("MAILSERVER_QUEUE_QUORUM", False, "Quorum queues for the mail queues and the event bus "
+                           "(James's `quorum.queues.enable`); classic `x-queue-version: 2` otherwise.", "boolean")
+    quorum_replication_factor: Positive = setting("MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR", 1, "Initial group "
+                                                  "size of a quorum queue (`quorum.queues.replication.factor`).",
+                                                  "integer")
+    quorum_delivery_limit: Positive | None = setting("MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT", None, "Deliveries "
+                                                     "of a message before it is dropped "
+                                                     "(`quorum.queues.delivery.limit`; unset: none).", "integer")
+
+    def queue_type(self) -> QueueType:
+        return QueueType(self.quorum, self.quorum_replication_factor, self.quorum_delivery_limit)
 
 
 class OpenSearchSettings(EnvironmentSettings):

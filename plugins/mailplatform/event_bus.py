@@ -270,7 +270,10 @@ def reconcile(hook: Any, session: Any, *, move: bool, rate: float | None,
     plan = broker_plan(hook, required)
     check_not_blind(plan)
     actions = Actions()
-    topology = BusTopology(hook.amqp_url())
+    from mailserver.settings import RabbitMQSettings
+
+    # The queue type the nodes declare (same settings as theirs), or the broker refuses the group queues.
+    topology = BusTopology(hook.amqp_url(), queue_type=RabbitMQSettings.from_env().queue_type())
     if plan.missing:
         topology.bind_groups(plan.missing)
         actions.bound = list(plan.missing)

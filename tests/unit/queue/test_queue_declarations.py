@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mailserver.queue.rabbitmq import DistributedMailQueueFactory, queue_arguments
+from mailserver.rabbitmq_queues import QueueType
 from mailserver.runtime.settings import ServeSettings, SettingsError
 
 
@@ -21,16 +22,14 @@ def test_quorum_with_its_initial_group_size_and_optional_delivery_limit():
 
 def test_settings_default_to_classic_queues():
     settings = ServeSettings.from_env({})
-    assert (settings.queue_quorum, settings.queue_quorum_replication_factor,
-            settings.queue_quorum_delivery_limit) == (False, 1, None)
+    assert settings.queue_type == QueueType(quorum=False, replication_factor=1, delivery_limit=None)
 
 
 def test_quorum_settings():
     settings = ServeSettings.from_env({"MAILSERVER_QUEUE_QUORUM": "true",
                                        "MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR": "3",
                                        "MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT": "5"})
-    assert (settings.queue_quorum, settings.queue_quorum_replication_factor,
-            settings.queue_quorum_delivery_limit) == (True, 3, 5)
+    assert settings.queue_type == QueueType(quorum=True, replication_factor=3, delivery_limit=5)
 
 
 @pytest.mark.parametrize("name", ["MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR",
