@@ -34,6 +34,7 @@ from mailserver.search.api import SearchIndex
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.settings import OpenSearchSettings, RabbitMQSettings
 from mailserver.users.api import UsersRepository
+from mailserver.users.passwords import PasswordHasher
 from mailserver.vault.api import DeletedMessageVault
 
 if TYPE_CHECKING:
@@ -153,7 +154,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         domains: DomainList = CassandraDomainList(session)
         if settings.domain_cache_seconds > 0:   # asked several times per mail, changed a few times a year
             domains = CachedDomainList(domains, ttl=settings.domain_cache_seconds)
-        users: UsersRepository = CassandraUsersRepository(session, domains)
+        users: UsersRepository = CassandraUsersRepository(session, domains,
+                                                          hasher=PasswordHasher(settings.password_algorithm))
         if settings.users_cache_seconds > 0:   # asked three times per mail
             users = CachedUsersRepository(users, ttl=settings.users_cache_seconds)
         rrt: RecipientRewriteTable = CassandraRecipientRewriteTable(session, domains)

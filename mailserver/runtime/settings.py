@@ -35,9 +35,11 @@ from mailserver.settings import (
     ReadCacheSettings,
     SettingsError,
     SmtpSettings,
+    UsersSettings,
 )
 from mailserver.settings.node import ROLES
 from mailserver.smtp.config import MAX_MESSAGE_SIZE, SmtpConfig
+from mailserver.users.passwords import DEFAULT_ALGORITHM
 from mailserver.vault.config import VaultConfiguration
 
 
@@ -108,6 +110,7 @@ class ServeSettings:
     mx_static: dict[str, list[MxHost]] | None = None   # None: DNS
     # James's quorum.queues.*: every work queue's type, mail queues and event bus alike
     queue_type: QueueType = field(default_factory=QueueType)
+    password_algorithm: str = DEFAULT_ALGORITHM   # James's usersrepository.xml algorithm
     node_name: str = field(default_factory=socket.gethostname)
     health_interval: float = 2.0                # seconds between background probes of the backends
     queue_size_limits: dict[str, int] = field(default_factory=dict)   # MailQueueSize check, spool excluded
@@ -182,6 +185,7 @@ class ServeSettings:
             spooler_threads=delivery.spooler_threads,
             mx_static=parse_mx_table(delivery.mx_static) if delivery.mx_static else None,
             queue_type=RabbitMQSettings.from_env(env).queue_type(),
+            password_algorithm=UsersSettings.from_env(env).password_algorithm,
             node_name=node.node_name or socket.gethostname(),
             health_interval=node.health_interval.total_seconds(),
             queue_size_limits=parse_queue_limits(queues.size_limits),

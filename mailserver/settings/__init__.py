@@ -19,6 +19,7 @@ from .queue import QueueSettings
 from .security import AuthThrottleSettings
 from .smtp import SmtpSettings
 from .tasks import TaskSettings
+from .users import UsersSettings
 from .vault import VaultSettings
 from .webadmin import WebAdminSettings
 
@@ -30,6 +31,7 @@ AREAS: dict[str, type[EnvironmentSettings]] = {
     "Mail processing": DeliverySettings,
     "Mail queues": QueueSettings,
     "Event bus": EventSettings,
+    "Users": UsersSettings,
     "Read caches": ReadCacheSettings,
     "Blob store": BlobSettings,
     "Deleted messages vault": VaultSettings,
@@ -66,6 +68,7 @@ __all__ = [
     "SettingsError",
     "SmtpSettings",
     "TaskSettings",
+    "UsersSettings",
     "VaultSettings",
     "WebAdminSettings",
     "variables",

@@ -10,20 +10,25 @@ Rules, the same for every adapter (written once here, adapters only store rows):
   username has no ``@domain`` part.
 * An empty password is refused (``InvalidPassword``): it would make the account open to anyone
   who knows the name.
-* Passwords are stored hashed (``passwords.py``); ``verify`` never raises for bad credentials
-  (unknown user, malformed name, wrong password are all ``False``) and spends the time of a
-  real verification for unknown users, so timing does not reveal which accounts exist.
+* Passwords are stored hashed in James's scheme and format (``passwords.py``); ``verify`` never
+  raises for bad credentials (unknown user, malformed name, wrong password are all ``False``) and
+  spends the time of a real verification for unknown users, so timing does not reveal which
+  accounts exist. A successful login rewrites a hash in another algorithm than the configured one
+  (only if the row still holds that hash, so a concurrent password change wins).
 * Removing a domain does not remove its users (see ``mailserver.domains.api``).
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Domain, InvalidAddress, Username
 from mailserver.users.passwords import HashedPassword, PasswordHasher
+
+log = logging.getLogger(__name__)
 
 
 class UsersRepositoryError(Exception):
@@ -75,7 +80,7 @@ class UsersRepository(ABC):
         domain = user.domain   # None exactly when virtual hosting is off (_valid_username)
         if domain is not None and self.domains is not None and not self.domains.contains(domain):
             raise UnknownDomain(user, domain)
-        if not self._insert(user, self.hasher.hash(password)):
+        if not self._insert(user, self.hasher.hash(password, username=user.value)):
             raise UserAlreadyExists(user)
         return user
 
@@ -99,13 +104,23 @@ class UsersRepository(ABC):
         if stored is None:
             self.hasher.burn(password)
             return False
-        return self.hasher.verify(password, stored, username=user.value)
+        if not self.hasher.verify(password, stored, username=user.value):
+            return False
+        if self.hasher.needs_rehash(stored):
+            self._upgrade(user, stored, password)
+        return True
+
+    def _upgrade(self, user: Username, stored: HashedPassword, password: str) -> None:
+        try:
+            self._replace(user, stored, self.hasher.hash(password, username=user.value))
+        except Exception:   # the login itself succeeded; the next one tries again
+            log.warning("could not upgrade the password hash of %s", user, exc_info=True)
 
     def update_password(self, username: Username | str, password: str) -> None:
         """Replace the password (hashed with the current policy); raises UserNotFound, InvalidPassword."""
         user = _as_username(username)
         _check_password(password)
-        if not self._update(user, self.hasher.hash(password)):
+        if not self._update(user, self.hasher.hash(password, username=user.value)):
             raise UserNotFound(user)
 
     def list_users(self) -> Iterator[Username]:
@@ -138,6 +153,10 @@ class UsersRepository(ABC):
     @abstractmethod
     def _update(self, username: Username, password: HashedPassword) -> bool:
         """Set the password of an existing row only (atomic); True when the row exists."""
+
+    @abstractmethod
+    def _replace(self, username: Username, expected: HashedPassword, password: HashedPassword) -> bool:
+        """Set the password only while the row still holds ``expected`` (atomic); True when set."""
 
     @abstractmethod
     def _names(self) -> Iterator[Username]: ...

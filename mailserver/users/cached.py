@@ -55,5 +55,8 @@ class CachedUsersRepository(UsersRepository):
     def _update(self, username: Username, password: HashedPassword) -> bool:
         return self.inner._update(username, password)
 
+    def _replace(self, username: Username, expected: HashedPassword, password: HashedPassword) -> bool:
+        return self.inner._replace(username, expected, password)
+
     def _names(self) -> Iterator[Username]:
         return self.inner._names()

@@ -43,6 +43,10 @@ class CassandraUsersRepository(UsersRepository):
         return self.s.execute_lwt("UPDATE user SET passwd = ?, algorithm = ? WHERE name = ? IF EXISTS",
                                   (password.value, password.algorithm, username.value))
 
+    def _replace(self, username: Username, expected: HashedPassword, password: HashedPassword) -> bool:
+        return self.s.execute_lwt("UPDATE user SET passwd = ?, algorithm = ? WHERE name = ? IF passwd = ?",
+                                  (password.value, password.algorithm, username.value, expected.value))
+
     def _names(self) -> Iterator[Username]:
         # Names are listed as stored (a row written by another tool is not re-validated); the
         # driver pages through the full scan.

@@ -40,6 +40,13 @@ class MemoryUsersRepository(UsersRepository):
             self._users[username] = password
             return True
 
+    def _replace(self, username: Username, expected: HashedPassword, password: HashedPassword) -> bool:
+        with self._lock:
+            if self._users.get(username) != expected:
+                return False
+            self._users[username] = password
+            return True
+
     def _names(self) -> Iterator[Username]:
         with self._lock:
             names = sorted(self._users)

@@ -1,36 +1,32 @@
-"""Password hashing: salted, slow PBKDF2-HMAC-SHA512 from the standard library.
+"""Password hashing in James's own scheme and format, so either kind of node logs in either's users.
 
-What we write (``user.passwd`` / ``user.algorithm``)::
+James (``DefaultUser``, ``Algorithm``, ``CassandraUsersDAO``) keeps two columns::
 
-    passwd    = "PBKDF2-SHA512:<iterations>:<salt base64>:<hash base64>"
-    algorithm = "PBKDF2-SHA512"
+    user.algorithm = Algorithm.asString() = "<name>/<mode>"    e.g. "PBKDF2-SHA512/plain"
+    user.passwd    = Algorithm.digest(password, salt=username)
 
-The stored string describes itself (iterations and salt travel with the hash), so raising the
-iteration count later keeps every existing password verifiable; ``needs_rehash`` says which
-ones are below the current policy. The salt is 16 random bytes per password; the iteration
-count follows OWASP's recommendation for PBKDF2-HMAC-SHA512 (210,000). Comparisons are
-constant-time (``hmac.compare_digest``).
+and verifies by recomputing the digest with the row's algorithm and comparing the strings. The
+digest is the MIME base64 of (``encodeInBase64``): lines of 76 characters each ended by CRLF, the
+last one too (the encoder stream is closed), or, in the ``legacy`` modes, only the complete
+3-byte groups and no closing CRLF (the stream was never closed). The hashers:
 
-What we can still verify (rows written by James): James names its algorithms
-``<name>/<mode>``, e.g. ``SHA-512/plain``, ``SHA-512/salted``, ``SHA-1/legacy``,
-``PBKDF2-SHA512/plain`` (``Algorithm.asString()``), and the mode defaults to ``plain`` when the
-column has no ``/``. James computes:
+* ``PBKDF2-SHA512[-<iterations>[-<key bits>]]``: PBKDF2-HMAC-SHA512 (1000 iterations, 512 bits
+  by default), password as UTF-8 (``PBEKeySpec``), salt the username in ISO-8859-1;
+* ``PBKDF2[-<iterations>[-<key bits>]]``: the same with HMAC-SHA1 (``LegacyPBKDF2Hasher``);
+* any other name: that ``MessageDigest`` over ISO-8859-1 (unmappable characters become ``?``),
+  of ``username + password`` in the ``salted`` modes, of the password otherwise.
 
-* plain:  ``base64(SHA-x(password))``
-* salted: ``base64(SHA-x(username + password))`` (the salt is the username)
-* legacy / legacy_salted: the same, with James's truncated base64 (the encoder stream was not
-  closed, so only complete 3-byte groups were written)
-* ``PBKDF2[-SHA512][-<iterations>[-<key bits>]]``: ``base64(PBKDF2(password, salt=username))``
-  with HMAC-SHA1 (``PBKDF2``) or HMAC-SHA512 (``PBKDF2-SHA512``), 1000 iterations and 512 bits
-  by default.
+The mode defaults to ``plain`` when the column has no ``/`` (James's ``hashingMode``).
 
-Digest input is ISO-8859-1 (unmappable characters become ``?``, as Java's ``getBytes`` does),
-PBKDF2 passwords are UTF-8 (as Java's ``PBEKeySpec``). James's MIME base64 wraps lines at 76
-characters, so whitespace in the stored value is ignored. A hex digest of the same bytes is
-accepted too (how hand-made migration scripts usually store ``SHA-512``): same digest, other
-spelling, so it makes nothing easier to guess. Those James formats are unsalted or salted with
-a guessable value and fast: ``needs_rehash`` is True for them, so a caller that has just
-verified the clear password can rewrite it in our format.
+We write the algorithm the settings name (James's ``algorithm`` of ``usersrepository.xml``),
+``PBKDF2-SHA512-210000`` by default: James's format and hasher, with OWASP's iteration count
+for PBKDF2-HMAC-SHA512 instead of James's default 1000 (James reads the count from the row).
+``needs_rehash`` is True for a row in another algorithm, and for the self-describing format this
+server wrote before (``PBKDF2-SHA512:<iterations>:<salt>:<hash>``, random salt), which James
+cannot read: the port rewrites such rows at the next successful login.
+
+Verification also accepts the stored value without its line breaks and a hex digest of the same
+bytes (how hand-made migration scripts store ``SHA-512``). Comparisons are constant-time.
 """
 
 from __future__ import annotations
@@ -39,20 +35,21 @@ import base64
 import binascii
 import hashlib
 import hmac
-import secrets
 from dataclasses import dataclass
 
-ALGORITHM = "PBKDF2-SHA512"
-DEFAULT_ITERATIONS = 210_000       # OWASP Password Storage Cheat Sheet, PBKDF2-HMAC-SHA512
-MIN_ITERATIONS = DEFAULT_ITERATIONS
+DEFAULT_ALGORITHM = "PBKDF2-SHA512-210000"   # OWASP Password Storage Cheat Sheet, PBKDF2-HMAC-SHA512
 MAX_ITERATIONS = 10_000_000        # a corrupt row must not pin a CPU for minutes
-SALT_BYTES = 16
-_PREFIX = ALGORITHM + ":"
+MAX_KEY_BITS = 4096
+_OLD_PREFIX = "PBKDF2-SHA512:"    # this server's format before James's
 
-# Java MessageDigest names James accepts -> hashlib names.
-_JAMES_DIGESTS = {"SHA-512": "sha512", "SHA-384": "sha384", "SHA-256": "sha256", "SHA-224": "sha224",
-                  "SHA-1": "sha1", "SHA1": "sha1", "SHA": "sha1", "MD5": "md5"}
-_JAMES_MODES = {"plain", "salted", "legacy", "legacy_salted"}
+# Java MessageDigest names (case-insensitive in Java) -> hashlib names.
+_DIGESTS = {"SHA-512": "sha512", "SHA-384": "sha384", "SHA-256": "sha256", "SHA-224": "sha224",
+            "SHA-1": "sha1", "SHA1": "sha1", "SHA": "sha1", "MD5": "md5"}
+_MODES = ("plain", "salted", "legacy", "legacy_salted")
+
+
+class UnknownAlgorithm(ValueError):
+    pass
 
 
 @dataclass(frozen=True)
@@ -66,101 +63,125 @@ class HashedPassword:
         return f"HashedPassword(algorithm={self.algorithm!r}, value=<redacted>)"
 
 
-class PasswordHasher:
-    def __init__(self, iterations: int = DEFAULT_ITERATIONS) -> None:
-        if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
-            raise ValueError(f"iterations must be within [{MIN_ITERATIONS}, {MAX_ITERATIONS}], got {iterations}")
-        self.iterations = iterations
+@dataclass(frozen=True)
+class Algorithm:
+    """James's ``Algorithm``: a hasher name and a hashing mode."""
 
-    def hash(self, password: str) -> HashedPassword:
-        salt = secrets.token_bytes(SALT_BYTES)
-        digest = _pbkdf2("sha512", password.encode("utf-8"), salt, self.iterations, 64)
-        value = f"{_PREFIX}{self.iterations}:{_b64(salt)}:{_b64(digest)}"
-        return HashedPassword(ALGORITHM, value)
+    name: str
+    mode: str = "plain"
 
-    def verify(self, password: str, stored: HashedPassword, *, username: str = "") -> bool:
-        """True when ``password`` matches; ``username`` is the salt of James's own formats."""
-        if stored.value.startswith(_PREFIX):
-            return _verify_ours(password, stored.value)
-        return _verify_james(password, stored.value, stored.algorithm or "", username)
+    @classmethod
+    def of(cls, column: str, fallback_mode: str = "plain") -> Algorithm:
+        """``Algorithm.of``: ``name/mode``, or the name alone with the fallback mode."""
+        name, slash, mode = column.strip().partition("/")
+        mode = (mode if slash else fallback_mode).lower()
+        if mode not in _MODES:
+            raise UnknownAlgorithm(f"unsupported hashing mode {mode!r}, should be one of {_MODES}")
+        algorithm = cls(name, mode)
+        algorithm._hasher()   # refuses unknown names and malformed PBKDF2 parameters
+        return algorithm
 
-    def needs_rehash(self, stored: HashedPassword) -> bool:
-        """True for James formats and for our format below the current iteration count."""
-        parsed = _parse_ours(stored.value)
-        return parsed is None or parsed[0] < self.iterations
+    def as_string(self) -> str:
+        return f"{self.name}/{self.mode}"
 
-    def burn(self, password: str) -> None:
-        """Spend the time of one verification, so an unknown user answers as slowly as a known one."""
-        _pbkdf2("sha512", password.encode("utf-8"), b"\0" * SALT_BYTES, self.iterations, 64)
+    @property
+    def legacy(self) -> bool:
+        return self.mode.startswith("legacy")
 
+    def digest(self, password: str, salt: str) -> str:
+        """``Algorithm.digest``: the exact string James stores and compares."""
+        return _mime_base64(self._digest(password, salt), closed=not self.legacy)
 
-def _pbkdf2(digest: str, password: bytes, salt: bytes, iterations: int, length: int) -> bytes:
-    return hashlib.pbkdf2_hmac(digest, password, salt, iterations, dklen=length)
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
-
-
-def _parse_ours(value: str) -> tuple[int, bytes, bytes] | None:
-    parts = value.split(":")
-    if len(parts) != 4 or parts[0] != ALGORITHM:
-        return None
-    try:
-        iterations = int(parts[1])
-        salt = base64.b64decode(parts[2], validate=True)
-        digest = base64.b64decode(parts[3], validate=True)
-    except (ValueError, binascii.Error):
-        return None
-    if not 1 <= iterations <= MAX_ITERATIONS or not salt or not digest:
-        return None
-    return iterations, salt, digest
-
-
-def _verify_ours(password: str, value: str) -> bool:
-    parsed = _parse_ours(value)
-    if parsed is None:
-        return False
-    iterations, salt, expected = parsed
-    actual = _pbkdf2("sha512", password.encode("utf-8"), salt, iterations, len(expected))
-    return hmac.compare_digest(actual, expected)
-
-
-def _verify_james(password: str, value: str, algorithm: str, username: str) -> bool:
-    name, _, mode = algorithm.strip().partition("/")
-    mode = (mode or "plain").lower()
-    if mode not in _JAMES_MODES:
-        return False
-    stored = "".join(value.split())   # MIME base64 carries CRLF every 76 characters
-    if name.upper().startswith("PBKDF2"):
-        digest = _james_pbkdf2(name, password, username)
-    else:
-        hash_name = _JAMES_DIGESTS.get(name.upper())
+    def _hasher(self) -> tuple[str, int, int]:
+        """(hashlib name, PBKDF2 iterations, PBKDF2 key bits); 0 iterations: a plain digest."""
+        if self.name.startswith("PBKDF2-SHA512"):      # PBKDF2Hasher, case-sensitive as in James
+            return ("sha512", *_pbkdf2_params(self.name.split("-")[2:]))
+        if self.name.startswith("PBKDF2"):             # LegacyPBKDF2Hasher
+            return ("sha1", *_pbkdf2_params(self.name.split("-")[1:]))
+        hash_name = _DIGESTS.get(self.name.upper())
         if hash_name is None:
-            return False
-        salted = username + password if mode in ("salted", "legacy_salted") else password
-        digest = hashlib.new(hash_name, salted.encode("latin-1", errors="replace")).digest()
-    if digest is None:
-        return False
-    if mode.startswith("legacy"):
-        candidates = [_b64(digest[: len(digest) // 3 * 3])]
-    else:
-        candidates = [_b64(digest), digest.hex()]
-    # Compare every candidate (no early exit), each in constant time.
-    results = [hmac.compare_digest(stored.encode("ascii", "replace"), c.encode("ascii")) for c in candidates]
-    return any(results)
+            raise UnknownAlgorithm(f"unsupported password algorithm {self.name!r}")
+        return hash_name, 0, 0
+
+    def _digest(self, password: str, salt: str) -> bytes:
+        hash_name, iterations, key_bits = self._hasher()
+        if iterations:   # PBEKeySpec: the password as UTF-8, the salt as ISO-8859-1
+            return hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"),
+                                       salt.encode("latin-1", errors="replace"), iterations, dklen=key_bits // 8)
+        text = salt + password if self.mode in ("salted", "legacy_salted") else password
+        return hashlib.new(hash_name, text.encode("latin-1", errors="replace")).digest()
 
 
-def _james_pbkdf2(name: str, password: str, username: str) -> bytes | None:
-    """``PBKDF2-SHA512[-iterations[-keybits]]`` (HMAC-SHA512) or ``PBKDF2[-iterations[-keybits]]`` (SHA1)."""
-    parts = name.upper().split("-")
-    digest, params = ("sha512", parts[2:]) if name.upper().startswith("PBKDF2-SHA512") else ("sha1", parts[1:])
+def _pbkdf2_params(params: list[str]) -> tuple[int, int]:
     try:
         iterations = int(params[0]) if params else 1000
         key_bits = int(params[1]) if len(params) > 1 else 512
     except ValueError:
-        return None
-    if not 1 <= iterations <= MAX_ITERATIONS or not 8 <= key_bits <= 4096:
-        return None
-    return _pbkdf2(digest, password.encode("utf-8"), username.encode("latin-1", errors="replace"),
-                   iterations, key_bits // 8)
+        raise UnknownAlgorithm(f"malformed PBKDF2 parameters {params}") from None
+    if not 0 < iterations <= MAX_ITERATIONS or not 0 < key_bits <= MAX_KEY_BITS or key_bits % 8:
+        raise UnknownAlgorithm(f"PBKDF2 parameters out of range: {iterations} iterations, {key_bits} bits")
+    return iterations, key_bits
+
+
+def _mime_base64(raw: bytes, *, closed: bool) -> str:
+    """Jakarta Mail's ``BASE64EncoderStream``: CRLF after every 76 characters; an unclosed stream
+    (James's legacy modes) has written only the complete 3-byte groups."""
+    if not closed:
+        raw = raw[: len(raw) // 3 * 3]
+    encoded = base64.b64encode(raw).decode("ascii")
+    lines = [encoded[i:i + 76] for i in range(0, len(encoded), 76)]
+    if closed:
+        return "".join(line + "\r\n" for line in lines)
+    full = [line + "\r\n" for line in lines if len(line) == 76]
+    partial = [line for line in lines if len(line) < 76]
+    return "".join(full + partial)
+
+
+class PasswordHasher:
+    def __init__(self, algorithm: str = DEFAULT_ALGORITHM) -> None:
+        self.algorithm = Algorithm.of(algorithm)
+
+    def hash(self, password: str, *, username: str) -> HashedPassword:
+        """James's ``DefaultUser.setPassword``: the username is the salt."""
+        return HashedPassword(self.algorithm.as_string(), self.algorithm.digest(password, username))
+
+    def verify(self, password: str, stored: HashedPassword, *, username: str) -> bool:
+        if stored.value.startswith(_OLD_PREFIX):
+            return _verify_old(password, stored.value)
+        try:
+            algorithm = Algorithm.of(stored.algorithm or "")
+            digest = algorithm._digest(password, username)
+        except UnknownAlgorithm:
+            return False
+        # Line breaks are not part of the digest: compare without them (James's exact string included).
+        candidates = ["".join(_mime_base64(digest, closed=not algorithm.legacy).split())]
+        if not algorithm.legacy:
+            candidates.append(digest.hex())
+        value = "".join(stored.value.split()).encode("utf-8")
+        # Compare every candidate (no early exit), each in constant time.
+        return any([hmac.compare_digest(value, c.encode("ascii")) for c in candidates])
+
+    def needs_rehash(self, stored: HashedPassword) -> bool:
+        """True when the row is not in the configured algorithm (or in this server's old format)."""
+        return stored.value.startswith(_OLD_PREFIX) or stored.algorithm != self.algorithm.as_string()
+
+    def burn(self, password: str) -> None:
+        """Spend the time of one verification, so an unknown user answers as slowly as a known one."""
+        self.algorithm.digest(password, "")
+
+
+def _verify_old(password: str, value: str) -> bool:
+    """``PBKDF2-SHA512:<iterations>:<salt base64>:<hash base64>`` (random salt, HMAC-SHA512)."""
+    parts = value.split(":")
+    if len(parts) != 4:
+        return False
+    try:
+        iterations = int(parts[1])
+        salt = base64.b64decode(parts[2], validate=True)
+        expected = base64.b64decode(parts[3], validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    if not 1 <= iterations <= MAX_ITERATIONS or not salt or not expected:
+        return False
+    actual = hashlib.pbkdf2_hmac("sha512", password.encode("utf-8"), salt, iterations, dklen=len(expected))
+    return hmac.compare_digest(actual, expected)

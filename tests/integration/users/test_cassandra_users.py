@@ -38,18 +38,36 @@ def user(repo) -> Username:
     return Username.of(f"carol@{domain}")
 
 
-def test_row_holds_a_self_describing_pbkdf2_hash(cassandra, repo, user):
-    # '!' and ' ' are outside the base64 alphabet, so the plaintext cannot
-    # turn up inside a random salt or digest by chance.
+def test_row_holds_james_s_algorithm_and_mime_base64_digest(cassandra, repo, user):
     password = "not in base64!"
     repo.add_user(user, password)
     row = cassandra.one("SELECT name, realname, passwd, algorithm FROM user WHERE name = ?", (user.value,))
     assert row["name"] == row["realname"] == user.value
-    assert row["algorithm"] == "PBKDF2-SHA512"
-    name, iterations, salt, digest = row["passwd"].split(":")
-    assert (name, int(iterations)) == ("PBKDF2-SHA512", 210_000)
-    assert len(base64.b64decode(salt)) == 16 and len(base64.b64decode(digest)) == 64
-    assert password not in row["passwd"]
+    # James's Algorithm.asString() and DefaultUser's digest: PBKDF2-HMAC-SHA512 salted with the
+    # username, MIME base64 (76-character lines, each ended by CRLF), as the standard library encodes it.
+    assert row["algorithm"] == "PBKDF2-SHA512-210000/plain"
+    digest = hashlib.pbkdf2_hmac("sha512", password.encode(), user.value.encode(), 210_000, 64)
+    assert row["passwd"] == base64.encodebytes(digest).decode().replace("\n", "\r\n")
+
+
+def test_a_row_james_wrote_with_its_default_algorithm_logs_in_and_is_upgraded(cassandra):
+    # AlgorithmTest's PBKDF2-SHA512 digest of "myPassword" salted with "salt": user "salt", no virtual hosting.
+    repo = CassandraUsersRepository(cassandra, None, virtual_hosting=False)
+    name = "salt"
+    cassandra.execute("DELETE FROM user WHERE name = ?", (name,))
+    james = ("uakKCXTKBGN1JxbE0bAuLKn8Bzkf+NU9J+2l50tqJlZYzXNe86EJ2jEXkI1Fp1uy2sXLfOrSxCFT\r\n"
+             "/fQRPxgZmw==\r\n")
+    cassandra.execute("INSERT INTO user (name, realname, passwd, algorithm) VALUES (?, ?, ?, ?)",
+                      (name, name, james, "PBKDF2-SHA512/plain"))
+    try:
+        assert not repo.verify(name, "otherPassword")
+        assert cassandra.one("SELECT passwd FROM user WHERE name = ?", (name,))["passwd"] == james
+        assert repo.verify(name, "myPassword")
+        row = cassandra.one("SELECT passwd, algorithm FROM user WHERE name = ?", (name,))
+        assert row["algorithm"] == "PBKDF2-SHA512-210000/plain" and row["passwd"] != james
+        assert repo.verify(name, "myPassword")
+    finally:
+        cassandra.execute("DELETE FROM user WHERE name = ?", (name,))
 
 
 def test_password_change_keeps_delegation_columns(cassandra, repo, user):
@@ -69,4 +87,5 @@ def test_a_james_sha512_row_still_verifies(cassandra, repo, user):
     assert repo.verify(user, "legacy")
     assert not repo.verify(user, "Legacy")
     row = cassandra.one("SELECT passwd, algorithm FROM user WHERE name = ?", (user.value,))
-    assert repo.hasher.needs_rehash(HashedPassword(row["algorithm"], row["passwd"]))
+    assert row["algorithm"] == "PBKDF2-SHA512-210000/plain"   # upgraded by the successful login
+    assert not repo.hasher.needs_rehash(HashedPassword(row["algorithm"], row["passwd"]))

@@ -34,7 +34,7 @@ MESSAGE = (b"From: sender@remote.org\r\nTo: alice@example.com\r\nSubject: Hello\
 class FastHasher(PasswordHasher):
     """Real hashing costs 0.2 s per user; these tests never verify passwords."""
 
-    def hash(self, password: str) -> HashedPassword:
+    def hash(self, password: str, *, username: str) -> HashedPassword:
         return HashedPassword("test", "not-a-hash")
 
 

@@ -1,4 +1,10 @@
-"""Password hashing: our PBKDF2 format and the James formats we can still verify."""
+"""Passwords hashed, stored and verified exactly as James does (``Algorithm``, ``DefaultUser``).
+
+JAMES_DIGESTS is copied from James's own tests (apache/james-project, master):
+server/data/data-library/src/test/java/org/apache/james/user/lib/model/AlgorithmTest.java
+(every digest there is ``Algorithm.of(<algorithm>[, <mode>]).digest(password, "salt")``), and the
+SHA-1 legacy hash of "secret" from DefaultUserTest.java in the same folder.
+"""
 
 from __future__ import annotations
 
@@ -7,108 +13,136 @@ import hashlib
 
 import pytest
 
+from mailserver.users.memory import MemoryUsersRepository
 from mailserver.users.passwords import (
-    ALGORITHM,
-    DEFAULT_ITERATIONS,
+    DEFAULT_ALGORITHM,
+    Algorithm,
     HashedPassword,
     PasswordHasher,
+    UnknownAlgorithm,
 )
 
-
-@pytest.fixture(scope="module")
-def hasher() -> PasswordHasher:
-    return PasswordHasher()
-
-
-@pytest.fixture(scope="module")
-def hashed(hasher) -> HashedPassword:
-    return hasher.hash("correct horse ✓")
-
-
-def test_format_is_self_describing(hashed):
-    assert hashed.algorithm == ALGORITHM == "PBKDF2-SHA512"
-    name, iterations, salt, digest = hashed.value.split(":")
-    assert name == "PBKDF2-SHA512" and int(iterations) == DEFAULT_ITERATIONS >= 210_000
-    assert len(base64.b64decode(salt)) == 16
-    assert len(base64.b64decode(digest)) == 64
-
-
-def test_verify(hasher, hashed):
-    assert hasher.verify("correct horse ✓", hashed)
-    assert not hasher.verify("correct horse", hashed)
-    assert not hasher.verify("", hashed)
-
-
-def test_salt_is_random(hasher, hashed):
-    again = hasher.hash("correct horse ✓")
-    assert again.value != hashed.value
-    assert hasher.verify("correct horse ✓", again)
+# (algorithm column as James writes it, password, the passwd column James writes for user "salt")
+JAMES_DIGESTS = [
+    ("SHA-1/legacy", "myPassword", "VBPuJHI7uixaa6LQGWx4s+5G"),
+    ("SHA-1/legacy", "a", "hvfkN/qlp/zhXR3cuerq6jd2"),
+    ("SHA-512/legacy", "myPassword",
+     "RQrQPbk5XfzLXgMGb9fxbPuith4j1RY3NxRHFFkFLskKmkvzoVHmAOqKrtNuO4who9OKsXBYOXSd\r\nEw2kOA8U"),
+    ("SHA-512/legacy", "otherPassword",
+     "6S2kG/b6oHgWBXQjKDKTayXWu2cs9374lxFrL9uVpmYUlq0lw/ZFU9svMtYVDV5aVjJqRbLWZ/df\r\neaaJwYxk"),
+    ("SHA-1/plain", "myPassword", "VBPuJHI7uixaa6LQGWx4s+5GKNE=\r\n"),
+    ("SHA-1/plain", "otherPassword", "ks40t+AjBnHsMaC1Is/6+mtb05s=\r\n"),
+    ("SHA-512/plain", "myPassword",
+     "RQrQPbk5XfzLXgMGb9fxbPuith4j1RY3NxRHFFkFLskKmkvzoVHmAOqKrtNuO4who9OKsXBYOXSd\r\nEw2kOA8USA==\r\n"),
+    ("SHA-512/plain", "a",
+     "H0D8ktokFpR1CXnubPWC8tXX0o4YM13gWrxU0FYOD1MChgxlK/CNVgJSql50IQVG82n7u86MEs/H\r\nlXsmUv6adQ==\r\n"),
+    ("PBKDF2/plain", "myPassword",
+     "Ag2g49zxor0w11yguLUMQ7EKBokU81LkvLyDqubWtQq7R5V21HVqZ+CEjEQxBLGfi35RFyesJtxb\r\nL5/VRCpI3g==\r\n"),
+    ("PBKDF2-10/plain", "otherPassword",
+     "e4+swbwo1s3X665INoRVsENXrgJtC7SMws9G3Y0GBoLZBkqZQzE2aT2WLd+hOlf3s/wwQe10MA0Q\r\nxMJQIcIosQ==\r\n"),
+    ("PBKDF2-10-128/plain", "myPassword", "AoNuFZ7ZI6vHU8obYASuuA==\r\n"),
+    ("PBKDF2-SHA512/plain", "myPassword",
+     "uakKCXTKBGN1JxbE0bAuLKn8Bzkf+NU9J+2l50tqJlZYzXNe86EJ2jEXkI1Fp1uy2sXLfOrSxCFT\r\n/fQRPxgZmw==\r\n"),
+    ("PBKDF2-SHA512/plain", "a",
+     "q/vf4fTefNDayyTm9Vcc8AKU4lzuDgbG/nV+Dlkh9pGpfXI0qkJxFCnwxLt4WeKGKywgGAYx4LRX\r\nq0STMJiH2A==\r\n"),
+    ("PBKDF2-SHA512-10-128/plain", "myPassword", "86eS500HIhM0zy0pMOZS2Q==\r\n"),
+    ("PBKDF2-SHA512-10-128/plain", "otherPassword", "Ano/+SYcHd9QBIYGu8b4Ig==\r\n"),
+]
+SALT = "salt"   # James's tests salt with "salt"; DefaultUser salts with the username
 
 
-def test_repr_hides_the_hash(hashed):
-    assert hashed.value not in repr(hashed)
+@pytest.mark.parametrize(("algorithm", "password", "expected"), JAMES_DIGESTS)
+def test_digest_is_james_s_string_byte_for_byte(algorithm, password, expected):
+    assert Algorithm.of(algorithm).digest(password, SALT) == expected
 
 
-def test_iterations_below_owasp_are_refused():
-    with pytest.raises(ValueError, match="iterations"):
-        PasswordHasher(iterations=1000)
+@pytest.mark.parametrize(("algorithm", "password", "expected"), JAMES_DIGESTS)
+def test_a_james_row_verifies_and_refuses(algorithm, password, expected):
+    stored = HashedPassword(algorithm, expected)
+    hasher = PasswordHasher()
+    assert hasher.verify(password, stored, username=SALT)
+    assert not hasher.verify(password + "x", stored, username=SALT)
+    # PBKDF2 is always salted with the username; SHA digests only in the salted modes.
+    assert hasher.verify(password, stored, username="other") is not algorithm.startswith("PBKDF2")
 
 
-def test_needs_rehash(hasher, hashed):
-    assert not hasher.needs_rehash(hashed)
-    assert PasswordHasher(iterations=DEFAULT_ITERATIONS + 1).needs_rehash(hashed)
+def test_james_default_user_test_sample():
+    # DefaultUserTest: "5en6G6MezRroT3XKqkdPOmY/" is the SHA-1 legacy hash of "secret" for user joe.
+    stored = HashedPassword("SHA-1/legacy", "5en6G6MezRroT3XKqkdPOmY/")
+    assert PasswordHasher().verify("secret", stored, username="joe")
+    assert not PasswordHasher().verify("secret2", stored, username="joe")
+
+
+def test_a_column_without_mode_is_plain_as_james_s_default_hashing_mode():
+    assert Algorithm.of("PBKDF2-SHA512") == Algorithm("PBKDF2-SHA512", "plain")
+    assert Algorithm.of("SHA-1/LEGACY").as_string() == "SHA-1/legacy"
+
+
+def test_salted_mode_prefixes_the_username():
+    expected = base64.encodebytes(hashlib.sha256(b"bob@d.test" + b"secret").digest()).decode()
+    assert Algorithm.of("SHA-256/salted").digest("secret", "bob@d.test") == expected.replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("name", ["PBKDF2-bad", "PBKDF2-", "PBKDF2--1", "PBKDF2-1-", "PBKDF2-1-bad", "PBKDF2-0",
+                                  "PBKDF2-1-0", "PBKDF2-1--1", "WHIRLPOOL", "SHA-512/weird", ""])
+def test_what_james_refuses_is_refused(name):
+    # AlgorithmTest's ofShouldThrow* cases, and names no MessageDigest knows.
+    with pytest.raises(UnknownAlgorithm):
+        Algorithm.of(name)
+    assert not PasswordHasher().verify("secret", HashedPassword(name, "anything"), username="joe")
+
+
+def test_a_hex_digest_or_a_value_without_line_breaks_verifies():
+    digest = hashlib.sha512(b"secret").digest()
+    for value in (digest.hex(), base64.b64encode(digest).decode()):
+        assert PasswordHasher().verify("secret", HashedPassword("SHA-512", value), username="joe")
+
+
+def test_the_old_random_salt_format_still_verifies_and_needs_rehash():
+    salt = b"0123456789abcdef"
+    digest = hashlib.pbkdf2_hmac("sha512", b"pw", salt, 1000)
+    old = HashedPassword("PBKDF2-SHA512", f"PBKDF2-SHA512:1000:{base64.b64encode(salt).decode()}:"
+                                          f"{base64.b64encode(digest).decode()}")
+    hasher = PasswordHasher()
+    assert hasher.verify("pw", old, username="joe")
+    assert not hasher.verify("pw2", old, username="joe")
+    assert hasher.needs_rehash(old)
+
+
+def test_needs_rehash_when_not_in_the_configured_algorithm():
+    hasher = PasswordHasher("PBKDF2-SHA512-10")
+    assert not hasher.needs_rehash(HashedPassword("PBKDF2-SHA512-10/plain", "x"))
+    assert hasher.needs_rehash(HashedPassword("PBKDF2-SHA512/plain", "x"))
     assert hasher.needs_rehash(HashedPassword("SHA-512/plain", "x"))
 
 
-@pytest.mark.parametrize("value", ["PBKDF2-SHA512:abc:AAAA:AAAA", "PBKDF2-SHA512:1000:!!:AAAA",
-                                   "PBKDF2-SHA512:1000", "PBKDF2-SHA512:0:AAAA:AAAA", ""])
-def test_corrupt_values_do_not_verify(hasher, value):
-    assert not hasher.verify("pw", HashedPassword(ALGORITHM, value))
+def test_default_is_james_pbkdf2_sha512_with_owasp_iterations():
+    assert DEFAULT_ALGORITHM == "PBKDF2-SHA512-210000"
+    assert PasswordHasher().algorithm.as_string() == "PBKDF2-SHA512-210000/plain"
 
 
-def test_a_lower_iteration_count_in_the_row_is_honoured(hasher):
-    # Rows keep verifying when the policy changes: the count is read from the row.
-    salt = b"0123456789abcdef"
-    digest = hashlib.pbkdf2_hmac("sha512", b"pw", salt, 1000)
-    value = f"PBKDF2-SHA512:1000:{base64.b64encode(salt).decode()}:{base64.b64encode(digest).decode()}"
-    assert hasher.verify("pw", HashedPassword(ALGORITHM, value))
-    assert hasher.needs_rehash(HashedPassword(ALGORITHM, value))
+def test_repr_hides_the_hash():
+    assert "secret-hash" not in repr(HashedPassword("SHA-512/plain", "secret-hash"))
 
 
-# -- James's own formats --------------------------------------------------------------------------
-def b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode()
+# -- the users repository writes James's rows and upgrades others at login -------------------------
+def test_a_user_created_here_has_james_s_row_for_james_s_sample():
+    # James's own PBKDF2-SHA512 digest of "myPassword" for user "salt": the row is what James writes.
+    users = MemoryUsersRepository(None, virtual_hosting=False, hasher=PasswordHasher("PBKDF2-SHA512"))
+    user = users.add_user("salt", "myPassword")
+    assert users._load(user) == HashedPassword(
+        "PBKDF2-SHA512/plain",
+        "uakKCXTKBGN1JxbE0bAuLKn8Bzkf+NU9J+2l50tqJlZYzXNe86EJ2jEXkI1Fp1uy2sXLfOrSxCFT\r\n/fQRPxgZmw==\r\n")
+    assert users.verify("salt", "myPassword")
 
 
-def test_james_sha512_plain(hasher):
-    digest = hashlib.sha512(b"secret").digest()
-    for algorithm in ("SHA-512", "SHA-512/plain", "SHA-512/PLAIN"):
-        assert hasher.verify("secret", HashedPassword(algorithm, b64(digest)))
-    assert hasher.verify("secret", HashedPassword("SHA-512", b64(digest)[:76] + "\r\n" + b64(digest)[76:]))
-    assert hasher.verify("secret", HashedPassword("SHA-512", digest.hex()))
-    assert not hasher.verify("Secret", HashedPassword("SHA-512", b64(digest)))
+def test_a_login_upgrades_a_row_in_another_algorithm():
+    users = MemoryUsersRepository(None, virtual_hosting=False, hasher=PasswordHasher("SHA-512"))
+    user = users.add_user("salt", "myPassword")
+    users.hasher = PasswordHasher("PBKDF2-SHA512")
 
-
-def test_james_salted_uses_the_username_as_salt(hasher):
-    digest = hashlib.sha256(b"bob@d.test" + b"secret").digest()
-    stored = HashedPassword("SHA-256/salted", b64(digest))
-    assert hasher.verify("secret", stored, username="bob@d.test")
-    assert not hasher.verify("secret", stored, username="eve@d.test")
-
-
-def test_james_sha1_legacy_sample(hasher):
-    # James's own DefaultUserTest: "5en6G6MezRroT3XKqkdPOmY/" is the SHA-1 legacy hash of "secret".
-    assert hasher.verify("secret", HashedPassword("SHA-1/legacy", "5en6G6MezRroT3XKqkdPOmY/"))
-    assert not hasher.verify("secret2", HashedPassword("SHA-1/legacy", "5en6G6MezRroT3XKqkdPOmY/"))
-
-
-def test_james_pbkdf2_sha512(hasher):
-    digest = hashlib.pbkdf2_hmac("sha512", b"secret", b"bob@d.test", 1000, 64)
-    assert hasher.verify("secret", HashedPassword("PBKDF2-SHA512/plain", b64(digest)), username="bob@d.test")
-    digest = hashlib.pbkdf2_hmac("sha512", b"secret", b"bob@d.test", 2000, 32)
-    assert hasher.verify("secret", HashedPassword("PBKDF2-SHA512-2000-256", b64(digest)), username="bob@d.test")
-
-
-@pytest.mark.parametrize("algorithm", ["WHIRLPOOL", "SHA-512/weird", "", "PBKDF2-x-y"])
-def test_unknown_algorithms_never_verify(hasher, algorithm):
-    assert not hasher.verify("secret", HashedPassword(algorithm, b64(hashlib.sha512(b"secret").digest())))
+    assert not users.verify(user, "wrong")
+    assert users._load(user) == HashedPassword("SHA-512/plain", JAMES_DIGESTS[6][2])   # unchanged
+    assert users.verify(user, "myPassword")
+    assert users._load(user) == HashedPassword("PBKDF2-SHA512/plain", JAMES_DIGESTS[11][2])
+    assert users.verify(user, "myPassword")

@@ -33,7 +33,7 @@ _HASH: list[HashedPassword] = []
 def add_user(users: UsersRepository, name: str) -> Username:
     """A user the routes find, without paying PBKDF2's 210,000 rounds per test (the users are not tested here)."""
     if not _HASH:
-        _HASH.append(users.hasher.hash("secret"))
+        _HASH.append(users.hasher.hash("secret", username=name))
     user = Username.of(name)
     assert users._insert(user, _HASH[0])
     return user
