@@ -116,6 +116,10 @@ class UsersRepository(ABC):
         except Exception:   # the login itself succeeded; the next one tries again
             log.warning("could not upgrade the password hash of %s", user, exc_info=True)
 
+    def stored_password(self, username: Username | str) -> HashedPassword | None:
+        """The row's two password columns (James's ``getUserByName().getHashedPassword()``), or None."""
+        return self._load(_as_username(username))
+
     def update_password(self, username: Username | str, password: str) -> None:
         """Replace the password (hashed with the current policy); raises UserNotFound, InvalidPassword."""
         user = _as_username(username)

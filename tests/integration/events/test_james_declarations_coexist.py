@@ -8,6 +8,8 @@ GroupConsumerRetry.createRetryExchange, RabbitMQConfiguration.workQueueArguments
 
 from __future__ import annotations
 
+import urllib.parse
+
 import pika
 import pytest
 
@@ -16,6 +18,7 @@ from mailserver.events.rabbitmq import RabbitMQEventBus
 from mailserver.events.topology import TopologyMismatch
 from mailserver.rabbitmq_queues import QueueType
 from tests.contract.event_bus_contract import group
+from tests.support.clients import rabbitmq_management
 from tests.support.events import Recording, eventually, sample_added
 
 pytestmark = pytest.mark.integration
@@ -92,6 +95,16 @@ def test_james_declares_over_our_bus_s_objects(vhost, buses, quorum):
     started_bus(vhost, buses, quorum, listener)
 
     declare_as_james(vhost.amqp_url, quorum, [listener.group])   # raises on PRECONDITION_FAILED
+
+    queues = {q["name"]: q for q in rabbitmq_management(
+        vhost.stack, f"/api/queues/{urllib.parse.quote(vhost.name, safe='')}")}
+    dead_letter = {"x-dead-letter-exchange": "mailboxEvent-dead-letter-exchange"}
+    expected = {"mailboxEvent-dead-letter-queue": james_arguments(quorum),
+                f"mailboxEvent-workQueue-{SHARED_GROUP}": {**james_arguments(quorum), **dead_letter},
+                f"mailboxEvent-workQueue-{listener.group}": {**james_arguments(quorum), **dead_letter}}
+    assert {name: queues[name]["arguments"] for name in expected} == expected
+    assert all((queues[name]["durable"], queues[name]["exclusive"], queues[name]["auto_delete"])
+               == (True, False, False) for name in expected)
 
 
 def test_another_queue_type_than_james_s_is_refused_with_the_settings_to_change(vhost, buses):

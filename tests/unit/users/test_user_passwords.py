@@ -130,7 +130,7 @@ def test_a_user_created_here_has_james_s_row_for_james_s_sample():
     # James's own PBKDF2-SHA512 digest of "myPassword" for user "salt": the row is what James writes.
     users = MemoryUsersRepository(None, virtual_hosting=False, hasher=PasswordHasher("PBKDF2-SHA512"))
     user = users.add_user("salt", "myPassword")
-    assert users._load(user) == HashedPassword(
+    assert users.stored_password(user) == HashedPassword(
         "PBKDF2-SHA512/plain",
         "uakKCXTKBGN1JxbE0bAuLKn8Bzkf+NU9J+2l50tqJlZYzXNe86EJ2jEXkI1Fp1uy2sXLfOrSxCFT\r\n/fQRPxgZmw==\r\n")
     assert users.verify("salt", "myPassword")
@@ -142,7 +142,7 @@ def test_a_login_upgrades_a_row_in_another_algorithm():
     users.hasher = PasswordHasher("PBKDF2-SHA512")
 
     assert not users.verify(user, "wrong")
-    assert users._load(user) == HashedPassword("SHA-512/plain", JAMES_DIGESTS[6][2])   # unchanged
+    assert users.stored_password(user) == HashedPassword("SHA-512/plain", JAMES_DIGESTS[6][2])   # unchanged
     assert users.verify(user, "myPassword")
-    assert users._load(user) == HashedPassword("PBKDF2-SHA512/plain", JAMES_DIGESTS[11][2])
+    assert users.stored_password(user) == HashedPassword("PBKDF2-SHA512/plain", JAMES_DIGESTS[11][2])
     assert users.verify(user, "myPassword")
