@@ -36,7 +36,7 @@ from mailserver import randomness
 
 from .spool import Spooled, spool
 
-# James's BucketName.DEFAULT; deployments set objectstorage.namespace (here S3_DEFAULT_BUCKET).
+# James's BucketName.DEFAULT, prefixed like any bucket; a namespace (S3_DEFAULT_BUCKET) replaces it unprefixed.
 DEFAULT_BUCKET = "default"
 # Under this size a deduplicated blob is simply written again (James overwrites unconditionally);
 # above it a HEAD first saves re-uploading megabytes that are already there.

@@ -1,7 +1,9 @@
 """The blob store on S3 (James's ``S3BlobStoreDAO``), with boto3.
 
-Layout as James: one S3 bucket per ``BucketName`` (``bucket_prefix`` + name, except the
-default bucket, James's "namespace", which is never prefixed), the object key is the blob id.
+Layout as James (``BucketNameResolver``): one S3 bucket per ``BucketName``, ``bucket_prefix`` +
+name, except James's namespace (``default_bucket`` when set, ``objectstorage.namespace``), which
+is the default bucket and is never prefixed; without a namespace the default bucket is
+``default``, prefixed like any other. The object key is the blob id.
 Buckets are created lazily: a save into a missing bucket creates it and replays the upload.
 
 Memory: the input is spooled (1 MiB in memory, then a temporary file). Content smaller than a
@@ -56,7 +58,7 @@ class S3Config:
     secret_key: str | None = field(repr=False)
     region: str = "us-east-1"
     bucket_prefix: str = ""
-    default_bucket: str = DEFAULT_BUCKET
+    default_bucket: str | None = None   # James's objectstorage.namespace; None: "default", prefixed
     part_size: int = 5 * MiB  # S3's smallest part: the least memory per part in flight
     max_concurrency: int = 2
     connect_timeout: float = 10.0
@@ -67,7 +69,8 @@ class S3Config:
     max_pool_connections: int = 64
 
     def __post_init__(self) -> None:
-        BucketName.of(self.default_bucket)
+        if self.default_bucket is not None:
+            BucketName.of(self.default_bucket)
         if not _PREFIX.match(self.bucket_prefix):
             raise ValueError(f"invalid bucket prefix {self.bucket_prefix!r}: lowercase letters, digits, '.', '-'")
         if self.part_size < 5 * MiB:
@@ -77,6 +80,21 @@ class S3Config:
         if self.max_pool_connections < 1:
             raise ValueError("max_pool_connections must be at least 1")
 
+    @property
+    def default_bucket_name(self) -> str:
+        """The default bucket's name (before resolution): the namespace, or James's ``default``."""
+        return self.default_bucket or DEFAULT_BUCKET
+
+    def s3_bucket(self, bucket: str) -> str:
+        """James's ``BucketNameResolver.resolve``: the namespace as is, any other bucket prefixed."""
+        return bucket if bucket == self.default_bucket else self.bucket_prefix + bucket
+
+    def bucket_name(self, s3_bucket: str) -> str | None:
+        """``BucketNameResolver.unresolve``: the bucket an S3 bucket holds, None when not one of ours."""
+        if s3_bucket == self.default_bucket:
+            return s3_bucket
+        return s3_bucket[len(self.bucket_prefix):] if s3_bucket.startswith(self.bucket_prefix) else None
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> S3Config:
         """From ``S3_ENDPOINT``, ``S3_ACCESS_KEY``, ``S3_SECRET_KEY``, ``S3_REGION`` (and the optional
@@ -85,7 +103,8 @@ class S3Config:
         s = S3Settings.from_env(env)
         values: dict[str, Any] = {"endpoint_url": s.endpoint, "access_key": s.access_key, "secret_key": s.secret_key,
                                   "region": s.region, "bucket_prefix": s.bucket_prefix,
-                                  "default_bucket": s.default_bucket, "max_pool_connections": s.max_pool_connections,
+                                  "default_bucket": s.default_bucket or None,
+                                  "max_pool_connections": s.max_pool_connections,
                                   **overrides}
         missing = [variable for key, variable in (("endpoint_url", "S3_ENDPOINT"), ("access_key", "S3_ACCESS_KEY"),
                                                   ("secret_key", "S3_SECRET_KEY")) if not values[key]]
@@ -155,7 +174,7 @@ class _Body:
 class S3BlobStore(BlobStore):
     def __init__(self, config: S3Config, *, deduplication: bool = False, ids: BlobIdFactory | None = None,
                  client: Any = None) -> None:
-        super().__init__(config.default_bucket, deduplication=deduplication, ids=ids)
+        super().__init__(config.default_bucket_name, deduplication=deduplication, ids=ids)
         self.config = config
         self._s3 = client if client is not None else make_client(config)
         self._transfer = _transfer_config(config)
@@ -170,17 +189,14 @@ class S3BlobStore(BlobStore):
     # ------------------------------------------------------------------ bucket names
     def resolve(self, bucket: BucketName) -> str:
         """The S3 bucket of a ``BucketName`` (James's BucketNameResolver)."""
-        if bucket == self.default_bucket:
-            return bucket.value
-        return self.config.bucket_prefix + bucket.value
+        return self.config.s3_bucket(bucket.value)
 
     def _unresolve(self, s3_bucket: str) -> BucketName | None:
-        if s3_bucket == self.default_bucket.value:
-            return self.default_bucket
-        if not s3_bucket.startswith(self.config.bucket_prefix):
+        name = self.config.bucket_name(s3_bucket)
+        if name is None:
             return None
         try:
-            return BucketName(s3_bucket[len(self.config.bucket_prefix):])
+            return BucketName(name)
         except ValueError:
             return None
 

@@ -165,7 +165,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         guard = MaintenanceGuard(maintenance)
         probe_config = S3Config.from_env(env, connect_timeout=3.0, read_timeout=5.0, max_attempts=1)
         mail_path = [checks.CassandraHealthCheck(session), checks.RabbitMQHealthCheck(amqp_url),
-                     checks.ObjectStorageHealthCheck(make_client(probe_config), probe_config.default_bucket)]
+                     checks.ObjectStorageHealthCheck(make_client(probe_config),
+                     probe_config.s3_bucket(probe_config.default_bucket_name))]
         others: list[HealthCheck] = []
         if opensearch.url:
             others.append(checks.OpenSearchHealthCheck(opensearch.url))

@@ -33,7 +33,9 @@ class S3Settings(EnvironmentSettings):
                                      verbatim=True)
     region: str = setting("S3_REGION", "us-east-1", "Region the requests are signed for.", "text")
     bucket_prefix: str = setting("S3_BUCKET_PREFIX", "", "Prefix of every bucket but the default one.", "text")
-    default_bucket: str = setting("S3_DEFAULT_BUCKET", "default", "The default bucket (James's namespace).", "text")
+    default_bucket: str | None = setting("S3_DEFAULT_BUCKET", None, "James's `objectstorage.namespace`: the default "
+                                         "bucket, never prefixed (unset: `default`, prefixed by S3_BUCKET_PREFIX).",
+                                         "text")
     max_pool_connections: Whole = setting("S3_MAX_POOL_CONNECTIONS", 64,
                                           "HTTP connections kept to S3, shared by every thread of the process.",
                                           "integer")

@@ -46,6 +46,14 @@ class S3Access:
         return client
 
 
+def mail_bucket(namespace: str | None, env: Mapping[str, str]) -> str:
+    """The S3 bucket of the mail blobs as the server resolves its default bucket (James's
+    ``BucketNameResolver``): the namespace (``--blob-bucket``, ``S3_DEFAULT_BUCKET``) as is, else
+    ``default`` behind ``S3_BUCKET_PREFIX``."""
+    namespace = namespace or env.get("S3_DEFAULT_BUCKET") or None
+    return namespace if namespace else env.get("S3_BUCKET_PREFIX", "") + "default"
+
+
 def read_prefix(client: Any, bucket: str, header_blob_id: str, body_blob_id: str, limit: int) -> bytes:
     """The header and the first body bytes, up to ``limit`` (the server's ``listeners.read_prefix`` on S3)."""
     header = client.get_object(Bucket=bucket, Key=header_blob_id)["Body"].read()

@@ -103,7 +103,7 @@ class DrainMailQueue(Procedure):
         g.add_argument("--repository", help="move: the mail repository URL, e.g. cassandra://var/mail/drained/")
         g.add_argument("--hold-for", help="hold: how long the mails wait before delivery (e.g. 2h)")
         g.add_argument("--amqp-url", help="the broker of the mail queues [AMQP_URL]")
-        g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, default 'default']")
+        g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, else <prefix>default]")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
         from mailserver.repository.api import validate_url

@@ -73,7 +73,7 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, JobSettings, 
     g.add_argument("--amqp-url", help="the broker of the mail queues [AMQP_URL]")
     g.add_argument("--management-url", help="RabbitMQ management API, to list the delay queues "
                                             "[RABBITMQ_MANAGEMENT_URL]")
-    g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, default 'default']")
+    g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, else <prefix>default]")
     args = parser.parse_args(argv)
     try:
         validate_queue_name(args.queue)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_apps.common.cassandra_tables import as_uuid, read_table
 from spark_apps.common.cql import CqlEndpoint
-from spark_apps.common.mail_blobs import S3Access, read_prefix
+from spark_apps.common.mail_blobs import S3Access, mail_bucket, read_prefix
 from spark_apps.common.mail_users import private_mailboxes, registered_users, users_in_scope
 from spark_apps.common.procedure import FIXED, SKIPPED, Detection, Outcome, Procedure, run_procedure
 from spark_apps.common.settings import JobSettings
@@ -88,12 +88,12 @@ class RecomputeFastViewProjection(Procedure):
                             help="missing: only messages without a projection row (default); "
                                  "rebuild-all: recompute every message, as James's task")
         parser.add_argument("--blob-bucket",
-                            help="bucket of the message blobs [S3_DEFAULT_BUCKET, default 'default']")
+                            help="bucket of the message blobs [S3_DEFAULT_BUCKET, else <prefix>default]")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
         self.user = args.user.strip().lower() if args.user else None
         self.rebuild_all = args.mode == "rebuild-all"
-        self.bucket = args.blob_bucket or os.environ.get("S3_DEFAULT_BUCKET") or DEFAULT_BLOB_BUCKET
+        self.bucket = mail_bucket(args.blob_bucket, os.environ)
         self.s3 = S3Access.from_env(os.environ)
         options: dict[str, Any] = {"messagesPerSecond": args.rate, "mode": args.mode, "blobBucket": self.bucket}
         if self.user:

@@ -162,7 +162,7 @@ class RecoverLostMails(Procedure):
         g.add_argument("--no-browse-start", action="store_true", help="do not move the browse starts")
         g.add_argument("--amqp-url", help="the broker of the mail queues [AMQP_URL]")
         g.add_argument("--management-url", help="RabbitMQ management API [RABBITMQ_MANAGEMENT_URL]")
-        g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, default 'default']")
+        g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, else <prefix>default]")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
         self.queues = [validate_queue_name(q) for q in args.queue] if args.queue else None

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from spark_apps.common.bookkeeping import SliceResult
 from spark_apps.common.cassandra_tables import MESSAGE_METADATA_COLUMNS, read_table, user_mailbox_ids
 from spark_apps.common.cql import CqlEndpoint
-from spark_apps.common.mail_blobs import S3Access
+from spark_apps.common.mail_blobs import S3Access, mail_bucket
 from spark_apps.common.procedure import (
     FAILED,
     FIXED,
@@ -126,7 +126,8 @@ class ReindexMailboxes(Procedure):
                                  "(James's reIndexFailedMessagesOf)")
         parser.add_argument("--messages-per-second", dest="rate", type=float,
                             help="James's messagesPerSecond (same as --rate)")
-        parser.add_argument("--blob-bucket", help="bucket of the message blobs [S3_DEFAULT_BUCKET, default 'default']")
+        parser.add_argument("--blob-bucket",
+                            help="bucket of the message blobs [S3_DEFAULT_BUCKET, else <prefix>default]")
         parser.add_argument("--read-alias", help="alias compared [OPENSEARCH_ALIAS_READ_MAILBOX_NAME]")
         parser.add_argument("--write-alias", help="alias written [OPENSEARCH_ALIAS_WRITE_MAILBOX_NAME]")
 
@@ -146,7 +147,7 @@ class ReindexMailboxes(Procedure):
         self.mode, self.uid = args.mode, args.uid
         self.user = args.user.strip().lower() if args.user else None
         self.mailbox_id = args.mailbox_id.lower() if args.mailbox_id else None
-        self.bucket = args.blob_bucket or os.environ.get("S3_DEFAULT_BUCKET") or DEFAULT_BLOB_BUCKET
+        self.bucket = mail_bucket(args.blob_bucket, os.environ)
         self.s3 = S3Access.from_env(os.environ)
         config = SearchConfig.from_env(os.environ)
         if config is None:

@@ -91,7 +91,7 @@ class ReprocessMailRepository(Procedure):
         MailFilters.add_arguments(g, name_means="key", older_than_means="last updated")
         g.add_argument("--limit", type=int, help="at most this many mails, oldest first")
         g.add_argument("--amqp-url", help="the broker of the mail queues [AMQP_URL]")
-        g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, default 'default']")
+        g.add_argument("--blob-bucket", help="bucket of the mail blobs [S3_DEFAULT_BUCKET, else <prefix>default]")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
         from mailserver.repository.api import validate_url

@@ -15,7 +15,7 @@ def test_from_env():
     config = S3Config.from_env(ENV)
     assert (config.endpoint_url, config.access_key, config.secret_key, config.region) == \
         ("http://127.0.0.1:9000", "key", "very-secret", "eu-west-3")
-    assert (config.bucket_prefix, config.default_bucket) == ("", "default")
+    assert (config.bucket_prefix, config.default_bucket, config.default_bucket_name) == ("", None, "default")
     assert "very-secret" not in repr(config)
 
 
@@ -47,6 +47,29 @@ def test_prefix_applies_to_every_bucket_but_the_default_one():
     assert store._unresolve("other-abc") is None
     with pytest.raises(ValueError, match="prefix 'p1-'"):
         store.read("x" * 62, "blob")
+
+
+def test_without_a_namespace_the_default_bucket_is_prefixed_as_james_resolves_it():
+    # James's BucketNameResolver: only objectstorage.namespace escapes the prefix; BucketName.DEFAULT does not.
+    store = S3BlobStore(S3Config("http://x", "k", "s", bucket_prefix="p1-"), client=object())
+    assert store.default_bucket == BucketName("default")
+    assert store.resolve(store.default_bucket) == "p1-default"
+    assert store.resolve(BucketName("deleted-messages-2026-11-01")) == "p1-deleted-messages-2026-11-01"
+    assert store._unresolve("p1-default") == store.default_bucket
+    assert store._unresolve("default") is None
+
+
+def test_an_empty_namespace_variable_is_no_namespace():
+    assert S3Config.from_env({**ENV, "S3_DEFAULT_BUCKET": ""}).default_bucket is None
+
+
+def test_the_spark_jobs_read_the_mail_bucket_the_server_resolves():
+    from spark_apps.common.mail_blobs import mail_bucket
+
+    assert mail_bucket(None, {"S3_BUCKET_PREFIX": "p1-"}) == "p1-default"
+    assert mail_bucket(None, {}) == "default"
+    assert mail_bucket(None, {"S3_BUCKET_PREFIX": "p1-", "S3_DEFAULT_BUCKET": "mail"}) == "mail"
+    assert mail_bucket("other", {"S3_BUCKET_PREFIX": "p1-", "S3_DEFAULT_BUCKET": "mail"}) == "other"
 
 
 def test_uploads_hold_a_bounded_number_of_parts():
