@@ -15,7 +15,7 @@ import pika
 import pika.exceptions
 
 from mailserver.events.api import EventBusError
-from mailserver.events.declarations import apply, base_declarations, group_declarations
+from mailserver.events.declarations import Declaration, apply, base_declarations, group_declarations
 from mailserver.events.naming import BusNames
 from mailserver.rabbitmq_queues import QueueType
 
@@ -48,7 +48,7 @@ class BusTopology:
         declarations = [d for group in groups for d in group_declarations(self.names, self.queue_type, group)]
         self._with_channel(channel, lambda ch: self._apply(ch, declarations))
 
-    def _apply(self, channel: Any, declarations: Any) -> None:
+    def _apply(self, channel: Any, declarations: list[Declaration]) -> None:
         try:
             apply(channel, declarations)
         except pika.exceptions.ChannelClosedByBroker as exc:
