@@ -21,6 +21,7 @@ from mailserver.events.required_groups import RequiredGroups, aggregate_id
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
+from mailserver.model.passwords import PasswordHasher
 from mailserver.observability.health import HealthCheck
 from mailserver.observability.loop_stalls import WATCHDOG
 from mailserver.observability.metrics import Metrics
@@ -34,7 +35,6 @@ from mailserver.search.api import SearchIndex
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.settings import OpenSearchSettings, RabbitMQSettings
 from mailserver.users.api import UsersRepository
-from mailserver.users.passwords import PasswordHasher
 from mailserver.vault.api import DeletedMessageVault
 
 if TYPE_CHECKING:

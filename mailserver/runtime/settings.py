@@ -20,6 +20,7 @@ from mailserver.delivery.resolver import MxHost
 from mailserver.events.retry import RetryPolicy
 from mailserver.imap.config import ImapConfig
 from mailserver.mailets.config import DEFAULT_FILE
+from mailserver.model.passwords import DEFAULT_ALGORITHM
 from mailserver.queue.api import SPOOL
 from mailserver.rabbitmq_queues import QueueType
 from mailserver.search.config import SearchConfig
@@ -39,7 +40,6 @@ from mailserver.settings import (
 )
 from mailserver.settings.node import ROLES
 from mailserver.smtp.config import MAX_MESSAGE_SIZE, SmtpConfig
-from mailserver.users.passwords import DEFAULT_ALGORITHM
 from mailserver.vault.config import VaultConfiguration
 
 

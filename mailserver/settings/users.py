@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from mailserver.users.passwords import DEFAULT_ALGORITHM, Algorithm
+from mailserver.model.passwords import DEFAULT_ALGORITHM, Algorithm
 
 from .base import EnvironmentSettings, setting
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Domain, InvalidAddress, Username
-from mailserver.users.passwords import HashedPassword, PasswordHasher
+from mailserver.model.passwords import HashedPassword, PasswordHasher
 
 log = logging.getLogger(__name__)
 

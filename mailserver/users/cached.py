@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Iterator
 
 from mailserver.model.address import Username
+from mailserver.model.passwords import HashedPassword
 from mailserver.read_cache import ReadThroughCache
 from mailserver.users.api import UsersRepository, _as_username
-from mailserver.users.passwords import HashedPassword
 
 DEFAULT_TTL_SECONDS = 10.0
 MAX_ENTRIES = 100_000

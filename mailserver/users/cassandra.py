@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from mailserver.cassandra.session import CassandraSession
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Username
+from mailserver.model.passwords import HashedPassword, PasswordHasher
 from mailserver.users.api import UsersRepository
-from mailserver.users.passwords import HashedPassword, PasswordHasher
 
 
 class CassandraUsersRepository(UsersRepository):

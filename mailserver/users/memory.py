@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Username
+from mailserver.model.passwords import HashedPassword, PasswordHasher
 from mailserver.users.api import UsersRepository
-from mailserver.users.passwords import HashedPassword, PasswordHasher
 
 
 class MemoryUsersRepository(UsersRepository):

@@ -10,8 +10,8 @@ import pytest
 
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.model.address import Username
+from mailserver.model.passwords import HashedPassword
 from mailserver.users.cassandra import CassandraUsersRepository
-from mailserver.users.passwords import HashedPassword
 from tests.contract.users_contract import UsersRepositoryContract
 
 pytestmark = pytest.mark.integration

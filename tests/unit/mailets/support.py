@@ -18,6 +18,7 @@ from mailserver.mailets.spooler import MailSpooler
 from mailserver.model.address import MailAddress
 from mailserver.model.mail import Mail, MailContent, new_mail_name
 from mailserver.model.mailbox import MailboxPath
+from mailserver.model.passwords import HashedPassword, PasswordHasher
 from mailserver.queue.api import SPOOL
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import MemoryMailQueue, MemoryMailQueueFactory
@@ -25,7 +26,6 @@ from mailserver.repository.memory import MemoryMailRepositoryStore
 from mailserver.rrt.memory import MemoryRecipientRewriteTable
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.users.memory import MemoryUsersRepository
-from mailserver.users.passwords import HashedPassword, PasswordHasher
 
 MESSAGE = (b"From: sender@remote.org\r\nTo: alice@example.com\r\nSubject: Hello\r\n"
            b"Message-ID: <m1@remote.org>\r\n\r\nHello Alice.\r\n")

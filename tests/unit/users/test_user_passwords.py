@@ -13,14 +13,14 @@ import hashlib
 
 import pytest
 
-from mailserver.users.memory import MemoryUsersRepository
-from mailserver.users.passwords import (
+from mailserver.model.passwords import (
     DEFAULT_ALGORITHM,
     Algorithm,
     HashedPassword,
     PasswordHasher,
     UnknownAlgorithm,
 )
+from mailserver.users.memory import MemoryUsersRepository
 
 # (algorithm column as James writes it, password, the passwd column James writes for user "salt")
 JAMES_DIGESTS = [

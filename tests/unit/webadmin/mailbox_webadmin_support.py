@@ -15,13 +15,13 @@ from mailserver.blob.memory import MemoryBlobStore
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
+from mailserver.model.passwords import HashedPassword
 from mailserver.tasks.builtin.registration import register_builtin
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
 from mailserver.tasks.registry import TaskRegistry
 from mailserver.tasks.worker import TaskWorker
 from mailserver.users.api import UsersRepository
-from mailserver.users.passwords import HashedPassword
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.context import WebAdminContext
 from tests.unit.webadmin.webadmin_support import FULL, make_context
