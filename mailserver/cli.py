@@ -1,8 +1,8 @@
 """Command line entry point: ``mailserver serve|webadmin|schema|version``.
 
-``serve`` runs the server roles (smtp, spooler, outgoing, webadmin, tasks), all by default or
-the ones named with ``--roles``; ``webadmin`` is ``serve --roles webadmin,tasks``. Settings come from
-the environment (see ``mailserver.runtime.settings``).
+``serve`` runs the server roles (smtp, spooler, outgoing, webadmin, tasks, listeners, imap), all
+by default, or the ones named with ``--roles`` (which may also name ``jmap``); ``webadmin`` is
+``serve --roles webadmin,tasks``. Settings come from the environment (see ``mailserver.runtime.settings``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
     serve = sub.add_parser("serve", help="run the server roles (configuration from the environment)")
-    serve.add_argument("--roles", help="comma list of smtp, spooler, outgoing, webadmin, tasks "
-                                       "(default: MAILSERVER_ROLES, else all)")
+    serve.add_argument("--roles", help="comma list of smtp, spooler, outgoing, webadmin, tasks, listeners, imap, "
+                                       "jmap (default: MAILSERVER_ROLES, else all but jmap)")
     schema_cli.add_parser(sub)
     sub.add_parser("webadmin", help="run the WebAdmin HTTP API (configuration from the environment)")
     args = parser.parse_args(argv)

@@ -15,6 +15,8 @@ from typing import Any
 
 from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
 from mailserver.events.required_groups import REMOVED, RequireGroups
+from mailserver.jmap.account import MailServices
+from mailserver.jmap.config import JmapConfig
 from mailserver.mailets.container import MailetContainer
 from mailserver.mailets.spooler import MailSpooler, spooler_for
 from mailserver.observability.health import HealthCheck
@@ -29,6 +31,7 @@ from mailserver.smtp import SmtpServer, SmtpServerThread
 from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskServices
 from mailserver.tasks.worker import TaskWorker
+from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +120,34 @@ class ImapRole(ServerRole):
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
                             auth_throttle=backends.auth_throttle)
         self.thread = ImapServerThread(server, event_loop=settings.event_loop)
+
+
+class JmapRole(Role):
+    """JMAP (RFC 8620, RFC 8621) on the mailbox manager, over HTTP on a thread of its own."""
+
+    name = "jmap"
+
+    def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices) -> None:
+        if config.host not in ("127.0.0.1", "::1", "localhost") and not config.tls:
+            log.warning("JMAP listens on %s without TLS: make sure a TLS proxy is in front of it", config.host)
+        from mailserver.jmap.server import JmapServer  # uvicorn and FastAPI only where JMAP runs
+
+        self.server = JmapServer(config, users, services)
+
+    @classmethod
+    def on(cls, backends: Backends, env: Any) -> JmapRole:
+        mailbox = backends.mailbox
+        return cls(JmapConfig.from_env(env), backends.users,
+                   MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions))
+
+    def start(self) -> None:
+        self.server.start()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def alive(self) -> bool:
+        return self.server.alive()
 
 
 class SpoolerRole(Role):

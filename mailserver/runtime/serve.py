@@ -25,6 +25,7 @@ from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.roles import (
     ImapRole,
+    JmapRole,
     ListenersRole,
     OutgoingRole,
     Role,
@@ -74,7 +75,7 @@ def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Pollin
     return HttpDagRuns(settings), Polling(settings.poll_interval, settings.unreachable_timeout)
 
 
-START_ORDER = ("tasks", "webadmin", "listeners", "spooler", "outgoing", "imap", "smtp")
+START_ORDER = ("tasks", "webadmin", "listeners", "spooler", "outgoing", "imap", "jmap", "smtp")
 
 
 def start_roles(lifecycle: ApplicationLifecycle, builders: Mapping[str, Callable[[], Role]],
@@ -134,6 +135,7 @@ class Server:
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
             "imap": lambda: ImapRole(s, backends),
+            "jmap": lambda: JmapRole.on(backends, self.env),
             "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]
         }
         start_roles(self.lifecycle, builders, self.roles)

@@ -38,16 +38,16 @@ from mailserver.settings import (
     SmtpSettings,
     UsersSettings,
 )
-from mailserver.settings.node import ROLES
+from mailserver.settings.node import KNOWN_ROLES, ROLES
 from mailserver.smtp.config import MAX_MESSAGE_SIZE, SmtpConfig
 from mailserver.vault.config import VaultConfiguration
 
 
 def parse_roles(spec: str) -> tuple[str, ...]:
     roles = tuple(dict.fromkeys(r.strip().lower() for r in spec.split(",") if r.strip()))
-    unknown = [r for r in roles if r not in ROLES]
+    unknown = [r for r in roles if r not in KNOWN_ROLES]
     if unknown or not roles:
-        raise SettingsError(f"roles must be a comma list of {', '.join(ROLES)}; got {spec!r}")
+        raise SettingsError(f"roles must be a comma list of {', '.join(KNOWN_ROLES)}; got {spec!r}")
     return roles
 
 

@@ -13,6 +13,7 @@ from .blob import BlobSettings
 from .delivery import DeliverySettings
 from .events import EventSettings
 from .imap import ImapSettings
+from .jmap import JmapSettings
 from .node import NodeSettings, ReadCacheSettings
 from .observability import LoggingSettings
 from .queue import QueueSettings
@@ -28,6 +29,7 @@ AREAS: dict[str, type[EnvironmentSettings]] = {
     "Node": NodeSettings,
     "SMTP": SmtpSettings,
     "IMAP": ImapSettings,
+    "JMAP": JmapSettings,
     "Mail processing": DeliverySettings,
     "Mail queues": QueueSettings,
     "Event bus": EventSettings,
@@ -58,6 +60,7 @@ __all__ = [
     "EnvironmentSettings",
     "EventSettings",
     "ImapSettings",
+    "JmapSettings",
     "LoggingSettings",
     "NodeSettings",
     "OpenSearchSettings",

@@ -11,12 +11,15 @@ from .base import EnvironmentSettings, setting
 from .values import Milliseconds, one_of
 
 ROLES = ("smtp", "spooler", "outgoing", "webadmin", "tasks", "listeners", "imap")
+# Roles a process runs only when named (not yet part of every role).
+OPTIONAL_ROLES = ("jmap",)
+KNOWN_ROLES = ROLES + OPTIONAL_ROLES
 CACHE = "duration (bare number: ms; 0: no cache)"
 
 
 class NodeSettings(EnvironmentSettings):
     roles: str = setting("MAILSERVER_ROLES", ",".join(ROLES), "Roles this process runs (`serve --roles` wins).",
-                         "comma list of " + ", ".join(ROLES))
+                         "comma list of " + ", ".join(KNOWN_ROLES))
     node_name: str | None = setting("MAILSERVER_NODE_NAME", None, "This process's name in tasks and logs; it must "
                                     "differ between live processes.", "text", shown_default="the host name")
     health_interval: Milliseconds = setting("MAILSERVER_HEALTH_INTERVAL_MS", timedelta(seconds=2), "Time between "

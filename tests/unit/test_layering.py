@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("records", {"eventsourcing", "domains", "users", "rrt", "security"}),
     ("mailbox", {"events", "mailbox", "maintenance"}),
     ("mail services", {"queue", "search", "vault", "repository"}),
-    ("protocols and processing", {"smtp", "imap", "delivery", "mailets"}),
+    ("protocols and processing", {"smtp", "imap", "jmap", "delivery", "mailets"}),
     ("administration", {"tasks", "webadmin"}),
     ("assembly", {"runtime", "cli"}),
 ]

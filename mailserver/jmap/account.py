@@ -1,0 +1,46 @@
+"""Who a request runs as, and the mail services its methods read and write."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from mailserver.jmap.capabilities import CoreLimits
+from mailserver.jmap.errors import MethodError, invalid_arguments
+from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.store import FastViewStore
+from mailserver.mailbox.subscriptions import SubscriptionStore
+from mailserver.model.address import Username
+
+
+def account_id(user: Username) -> str:
+    """James's account id: the SHA-256 of the username, in hex."""
+    return hashlib.sha256(str(user).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class MailServices:
+    manager: MailboxManager
+    fast_view: FastViewStore | None = None        # preview and hasAttachment, computed when absent
+    subscriptions: SubscriptionStore | None = None
+
+
+@dataclass(frozen=True)
+class CallContext:
+    user: Username
+    services: MailServices
+    limits: CoreLimits
+
+    @property
+    def account_id(self) -> str:
+        return account_id(self.user)
+
+    def check_account(self, arguments: dict[str, Any]) -> str:
+        """The call's ``accountId``, which must be this user's (the only account it may use)."""
+        given = arguments.get("accountId")
+        if not isinstance(given, str):
+            raise invalid_arguments("accountId must be a string")
+        if given != self.account_id:
+            raise MethodError("accountNotFound")
+        return given

@@ -1,0 +1,95 @@
+"""``create_app``: the JMAP HTTP application (FastAPI, as WebAdmin).
+
+Every route needs an authenticated user: without one the answer is 401 before anything else is
+read. ``GET /jmap/session`` is the session resource; ``POST /jmap`` the API, whose request is
+refused whole (an RFC 7807 problem) when a core limit or the request's shape says so, before any
+method runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from mailserver.jmap.account import CallContext, MailServices
+from mailserver.jmap.authentication import Authenticator
+from mailserver.jmap.capabilities import KNOWN, CoreLimits
+from mailserver.jmap.concurrency import ConcurrentRequests, TooManyRequests
+from mailserver.jmap.engine import Engine
+from mailserver.jmap.errors import RequestError, limit_exceeded
+from mailserver.jmap.methods.registry import METHODS
+from mailserver.jmap.request import parse_request
+from mailserver.jmap.session_resource import session
+from mailserver.model.address import Username
+
+PROBLEM = "application/problem+json"
+
+
+@dataclass(frozen=True)
+class JmapContext:
+    authenticator: Authenticator
+    services: MailServices
+    limits: CoreLimits = field(default_factory=CoreLimits)
+    base_url: str | None = None   # None: the URL the request came to
+
+
+def create_app(ctx: JmapContext) -> FastAPI:
+    app = FastAPI(title="mailserver JMAP", docs_url=None, redoc_url=None, openapi_url=None)
+    engine = Engine(METHODS)
+    concurrent = ConcurrentRequests(ctx.limits.max_concurrent_requests)
+
+    def base_url(request: Request) -> str:
+        return (ctx.base_url or str(request.base_url)).rstrip("/")
+
+    @app.middleware("http")
+    async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        # Password hashing and the users repository block: off the event loop.
+        user = await run_in_threadpool(ctx.authenticator.authenticate, dict(request.headers))
+        if user is None:
+            return Response(status_code=401, headers={"WWW-Authenticate": ctx.authenticator.challenge})
+        request.state.user = user
+        return await call_next(request)
+
+    @app.get("/jmap/session")
+    async def session_resource(request: Request) -> JSONResponse:
+        return JSONResponse(session(request.state.user, ctx.limits, base_url(request)))
+
+    @app.post("/jmap")
+    async def api(request: Request) -> JSONResponse:
+        user: Username = request.state.user
+        try:
+            with concurrent.slot(user):
+                body = await _bounded_body(request, ctx.limits.max_size_request)
+                parsed = parse_request(body, request.headers.get("content-type"), ctx.limits, KNOWN)
+                state = session(user, ctx.limits, base_url(request))["state"]
+                response = await run_in_threadpool(engine.run, parsed, CallContext(user, ctx.services, ctx.limits),
+                                                   state)
+        except TooManyRequests:
+            return _problem(limit_exceeded("maxConcurrentRequests", "Too many requests of this user are running"))
+        except RequestError as error:
+            return _problem(error)
+        return JSONResponse(response.to_json())
+
+    return app
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes:
+    """The body, refused (maxSizeRequest) as soon as it is known to be too large: from its declared
+    length, or while it is read, never held whole past the limit."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise limit_exceeded("maxSizeRequest", f"The request is larger than {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise limit_exceeded("maxSizeRequest", f"The request is larger than {limit} bytes")
+    return bytes(body)
+
+
+def _problem(error: RequestError) -> JSONResponse:
+    return JSONResponse(error.problem(), status_code=error.status, media_type=PROBLEM)

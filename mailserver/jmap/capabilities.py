@@ -1,0 +1,48 @@
+"""The capabilities this server announces and the core limits it enforces (RFC 8620 2, RFC 8621 1.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+CORE = "urn:ietf:params:jmap:core"
+MAIL = "urn:ietf:params:jmap:mail"
+KNOWN = frozenset({CORE, MAIL})
+
+# Announced as James does; uploads are not served yet (docs/compatibility.md).
+MAX_SIZE_UPLOAD = 30 * 1024 * 1024
+MAX_CONCURRENT_UPLOAD = 4
+MAX_SIZE_MAILBOX_NAME = 200
+EMAIL_SORT_OPTIONS = ("receivedAt",)
+
+
+@dataclass(frozen=True)
+class CoreLimits:
+    max_size_request: int = 10 * 1024 * 1024
+    max_calls_in_request: int = 16
+    max_objects_in_get: int = 500
+    max_objects_in_set: int = 500
+    max_concurrent_requests: int = 4
+
+    def capability(self) -> dict[str, Any]:
+        return {
+            "maxSizeUpload": MAX_SIZE_UPLOAD,
+            "maxConcurrentUpload": MAX_CONCURRENT_UPLOAD,
+            "maxSizeRequest": self.max_size_request,
+            "maxConcurrentRequests": self.max_concurrent_requests,
+            "maxCallsInRequest": self.max_calls_in_request,
+            "maxObjectsInGet": self.max_objects_in_get,
+            "maxObjectsInSet": self.max_objects_in_set,
+            "collationAlgorithms": ["i;unicode-casemap"],
+        }
+
+
+def mail_account_capability() -> dict[str, Any]:
+    return {
+        "maxMailboxesPerEmail": None,
+        "maxMailboxDepth": None,
+        "maxSizeMailboxName": MAX_SIZE_MAILBOX_NAME,
+        "maxSizeAttachmentsPerEmail": MAX_SIZE_UPLOAD,
+        "emailQuerySortOptions": list(EMAIL_SORT_OPTIONS),
+        "mayCreateTopLevelMailbox": True,
+    }

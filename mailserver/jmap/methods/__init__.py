@@ -1,0 +1,1 @@
+"""The JMAP methods, each in the module of its data type."""

@@ -1,0 +1,72 @@
+"""Reading a method call's arguments, each mistake an ``invalidArguments`` naming the argument."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from mailserver.jmap.errors import MethodError, invalid_arguments
+
+ALLOWED_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def optional_ids(arguments: dict[str, Any], name: str = "ids") -> list[str] | None:
+    value = arguments.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise invalid_arguments(f"{name} must be null or an array of ids")
+    return value
+
+
+def check_get_size(ids: list[str] | None, found: int, maximum: int) -> None:
+    """maxObjectsInGet, before anything is read: the ids asked, or all objects when ``ids`` is null."""
+    count = len(ids) if ids is not None else found
+    if count > maximum:
+        raise MethodError("requestTooLarge", f"{count} objects asked, at most {maximum} per call (maxObjectsInGet)")
+
+
+def properties(arguments: dict[str, Any], known: Collection[str], default: Collection[str],
+               name: str = "properties") -> list[str]:
+    value = arguments.get(name)
+    if value is None:
+        return list(default)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise invalid_arguments(f"{name} must be null or an array of property names")
+    unknown = [p for p in value if p not in known]
+    if unknown:
+        raise invalid_arguments(f"unknown {name}: {', '.join(unknown)}")
+    return list(dict.fromkeys(value))
+
+
+def boolean(arguments: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = arguments.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise invalid_arguments(f"{name} must be a boolean")
+    return value
+
+
+def unsigned(arguments: dict[str, Any], name: str, default: int | None) -> int | None:
+    value = arguments.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise invalid_arguments(f"{name} must be a non-negative integer")
+    return value
+
+
+def integer(arguments: dict[str, Any], name: str, default: int) -> int:
+    value = arguments.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise invalid_arguments(f"{name} must be an integer")
+    return value
+
+
+def only(arguments: dict[str, Any], allowed: Collection[str]) -> None:
+    unknown = sorted(set(arguments) - set(allowed))
+    if unknown:
+        raise invalid_arguments(f"unknown arguments: {', '.join(unknown)}")

@@ -1,0 +1,128 @@
+"""``Email/set`` (RFC 8621 4.6): keyword updates (``$seen`` is IMAP's ``\\Seen``) and destroys.
+
+Creating emails and changing their mailboxes are not served yet: each such item is refused in
+``notCreated`` / ``notUpdated`` and the rest of the call goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mailserver.jmap.account import CallContext
+from mailserver.jmap.errors import MethodError, invalid_arguments
+from mailserver.jmap.methods.arguments import only
+from mailserver.jmap.methods.keywords import flags_with_keywords, is_valid_keyword, keywords_of
+from mailserver.jmap.methods.states import email_state
+from mailserver.jmap.methods.user_messages import UserMessages
+from mailserver.model.flags import FlagsUpdateMode
+from mailserver.model.ids import MessageId
+
+KEYWORD_PATCH = "keywords/"
+
+
+class SetError(Exception):
+    def __init__(self, type_: str, description: str, properties: list[str] | None = None) -> None:
+        super().__init__(description)
+        self.body: dict[str, Any] = {"type": type_, "description": description}
+        if properties is not None:
+            self.body["properties"] = properties
+
+
+def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
+    only(arguments, {"accountId", "ifInState", "create", "update", "destroy"})
+    account = context.check_account(arguments)
+    create, update, destroy = _objects(arguments)
+    count = len(create) + len(update) + len(destroy)
+    if count > context.limits.max_objects_in_set:
+        raise MethodError("requestTooLarge", f"{count} objects to set, at most {context.limits.max_objects_in_set} "
+                          "per call (maxObjectsInSet)")
+    manager = context.services.manager
+    messages = UserMessages(manager, context.user)
+    mailboxes = list(messages.mailboxes.values())
+    old_state = email_state(manager, mailboxes)
+    if_in_state = arguments.get("ifInState")
+    if if_in_state is not None and if_in_state != old_state:
+        raise MethodError("stateMismatch")
+    answer: dict[str, Any] = {"accountId": account, "oldState": old_state, "created": None, "updated": None,
+                              "destroyed": None, "notCreated": None, "notUpdated": None, "notDestroyed": None}
+    if create:
+        answer["notCreated"] = {key: {"type": "forbidden", "description": "creating emails is not supported yet"}
+                                for key in create}
+    updated: dict[str, None] = {}
+    not_updated: dict[str, dict[str, Any]] = {}
+    for email_id, patch in update.items():
+        try:
+            _update(context, messages, email_id, patch)
+            updated[email_id] = None
+        except SetError as error:
+            not_updated[email_id] = error.body
+    destroyed: list[str] = []
+    not_destroyed: dict[str, dict[str, Any]] = {}
+    for email_id in destroy:
+        email = messages.find(email_id)
+        if email is None:
+            not_destroyed[email_id] = {"type": "notFound"}
+            continue
+        manager.delete_messages(context.user, [MessageId.of(email_id)])
+        destroyed.append(email_id)
+    answer.update({k: v for k, v in (("updated", updated), ("notUpdated", not_updated), ("destroyed", destroyed),
+                                     ("notDestroyed", not_destroyed)) if v})
+    answer["newState"] = email_state(manager, mailboxes)
+    return answer
+
+
+def _objects(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    create = arguments.get("create") or {}
+    update = arguments.get("update") or {}
+    destroy = arguments.get("destroy") or []
+    if not isinstance(create, dict) or not isinstance(update, dict):
+        raise invalid_arguments("create and update must be objects")
+    if not all(isinstance(p, dict) for p in update.values()):
+        raise invalid_arguments("each update must be a patch object")
+    if not isinstance(destroy, list) or not all(isinstance(i, str) for i in destroy):
+        raise invalid_arguments("destroy must be an array of ids")
+    return create, update, destroy
+
+
+def _update(context: CallContext, messages: UserMessages, email_id: str, patch: dict[str, Any]) -> None:
+    email = messages.find(email_id)
+    if email is None:
+        raise SetError("notFound", f"no email {email_id}")
+    others = [p for p in patch if p != "keywords" and not p.startswith(KEYWORD_PATCH)]
+    if others:
+        raise SetError("invalidProperties", "only keywords can be updated yet", others)
+    if "keywords" in patch and len(patch) > 1:
+        raise SetError("invalidPatch", "keywords is replaced whole and patched in one update")
+    for copy in email.copies:
+        keywords = _patched(keywords_of(copy.flags), patch)
+        mailbox = messages.mailboxes[copy.mailbox_id]
+        context.services.manager.set_flags(mailbox.path, flags_with_keywords(copy.flags, keywords),
+                                           FlagsUpdateMode.REPLACE, uids=[copy.uid])
+
+
+def _patched(current: dict[str, bool], patch: dict[str, Any]) -> dict[str, bool]:
+    if "keywords" in patch:
+        whole = patch["keywords"]
+        if not isinstance(whole, dict) or not all(v is True for v in whole.values()):
+            raise SetError("invalidProperties", "keywords maps keywords to true", ["keywords"])
+        _check_keywords(list(whole))
+        return {k.lower(): True for k in whole}
+    keywords = dict(current)
+    for path, value in patch.items():
+        keyword = path[len(KEYWORD_PATCH):]
+        _check_keywords([keyword])
+        if value is True:
+            keywords[keyword.lower()] = True
+        elif value is None:
+            keywords.pop(keyword.lower(), None)
+        else:
+            raise SetError("invalidPatch", f"{path} must be true or null")
+    return keywords
+
+
+def _check_keywords(keywords: list[str]) -> None:
+    invalid = [k for k in keywords if not is_valid_keyword(k)]
+    if invalid:
+        raise SetError("invalidProperties", f"invalid keywords: {', '.join(invalid)}", ["keywords"])
+
+

@@ -1,0 +1,17 @@
+"""Every method this server answers, with the capability ``using`` must name for it."""
+
+from __future__ import annotations
+
+from mailserver.jmap.account import CallContext
+from mailserver.jmap.capabilities import CORE, MAIL
+from mailserver.jmap.engine import Method
+from mailserver.jmap.methods import core, email_set, emails, mailboxes
+
+METHODS: dict[str, Method[CallContext]] = {
+    "Core/echo": Method(CORE, core.echo),
+    "Mailbox/get": Method(MAIL, mailboxes.get),
+    "Mailbox/query": Method(MAIL, mailboxes.query),
+    "Email/get": Method(MAIL, emails.get),
+    "Email/query": Method(MAIL, emails.query),
+    "Email/set": Method(MAIL, email_set.set_),
+}
