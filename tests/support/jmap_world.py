@@ -1,0 +1,83 @@
+"""A JMAP application over the memory mailbox layer and users, with mail to read."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from mailserver.blob.memory import MemoryBlobStore
+from mailserver.domains.memory import MemoryDomainList
+from mailserver.jmap.account import MailServices, account_id
+from mailserver.jmap.app import JmapContext
+from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
+from mailserver.jmap.capabilities import CoreLimits
+from mailserver.mailbox.subscriptions import MemorySubscriptionStore
+from mailserver.mailbox.wiring import MailboxContext, memory_context
+from mailserver.model.address import Username
+from mailserver.model.mailbox import MailboxPath
+from mailserver.users.memory import MemoryUsersRepository
+
+DOMAIN = "jmap.test"
+USER, PASSWORD = f"alice@{DOMAIN}", "s3cret-Passw0rd"
+OTHER = f"bob@{DOMAIN}"
+USING = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"]
+
+MIXED = (b"From: Joe Bloggs <joe@example.com>\r\nTo: alice@jmap.test, Bob <bob@jmap.test>\r\n"
+         b"Cc: carol@example.com\r\nSubject: Quarterly =?utf-8?q?r=C3=A9sults?=\r\n"
+         b"Message-ID: <q1@example.com>\r\nIn-Reply-To: <q0@example.com>\r\n"
+         b"Date: Tue, 03 Nov 2026 10:00:00 +0100\r\nMIME-Version: 1.0\r\n"
+         b"Content-Type: multipart/mixed; boundary=outer\r\n\r\n"
+         b"--outer\r\nContent-Type: multipart/alternative; boundary=inner\r\n\r\n"
+         b"--inner\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nThe figures are in.\r\n"
+         b"--inner\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>The figures are <b>in</b>.</p>\r\n"
+         b"--inner--\r\n"
+         b"--outer\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=q.pdf\r\n"
+         b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--outer--\r\n")
+
+
+def plain(subject: str, body: str = "Hello") -> bytes:
+    return (f"From: joe@example.com\r\nTo: {USER}\r\nSubject: {subject}\r\n"
+            f"Date: Mon, 02 Nov 2026 09:00:00 +0000\r\n\r\n{body}\r\n").encode()
+
+
+@dataclass
+class World:
+    mailbox: MailboxContext
+    users: MemoryUsersRepository
+    subscriptions: MemorySubscriptionStore
+
+    @property
+    def user(self) -> Username:
+        return Username.of(USER)
+
+    @property
+    def account(self) -> str:
+        return account_id(self.user)
+
+    def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None) -> JmapContext:
+        services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions)
+        auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=jwt_public_key), self.users)
+        return JmapContext(auth, services, limits or CoreLimits())
+
+    def deliver(self, raw: bytes, mailbox: str = "INBOX", day: int = 1) -> str:
+        path = MailboxPath.of(USER, mailbox)
+        result = self.mailbox.manager.append(path, raw, internal_date=datetime(2026, 11, day, 12, tzinfo=UTC))
+        return str(result.id.message_id)
+
+
+def make_world() -> World:
+    users = MemoryUsersRepository(MemoryDomainList([DOMAIN]))
+    users.add_user(USER, PASSWORD)
+    users.add_user(OTHER, PASSWORD)
+    world = World(memory_context(MemoryBlobStore()), users, MemorySubscriptionStore())
+    for name in ("INBOX", "Sent", "Drafts", "Trash", "Spam", "Archive", "Projects", "Projects.2026"):
+        world.mailbox.manager.create_mailbox(MailboxPath.of(USER, name))
+    world.subscriptions.subscribe(world.user, "INBOX")
+    world.mailbox.manager.create_mailbox(MailboxPath.of(OTHER, "INBOX"))
+    return world
+
+
+def basic(user: str = USER, password: str = PASSWORD) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
