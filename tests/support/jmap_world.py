@@ -5,6 +5,11 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
@@ -17,6 +22,7 @@ from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.users.memory import MemoryUsersRepository
+from mailserver.users.passwords import MIN_ITERATIONS, PasswordHasher
 
 DOMAIN = "jmap.test"
 USER, PASSWORD = f"alice@{DOMAIN}", "s3cret-Passw0rd"
@@ -56,8 +62,10 @@ class World:
         return account_id(self.user)
 
     def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None) -> JmapContext:
+        """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
         services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions)
-        auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=jwt_public_key), self.users)
+        key = jwt_public_key or public_pem(signing_key())
+        auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())
 
     def deliver(self, raw: bytes, mailbox: str = "INBOX", day: int = 1) -> str:
@@ -66,11 +74,17 @@ class World:
         return str(result.id.message_id)
 
 
-def make_world() -> World:
-    users = MemoryUsersRepository(MemoryDomainList([DOMAIN]))
+@cache
+def shared_users() -> MemoryUsersRepository:
+    """Hashed once for every test (no test changes users): each hash takes a noticeable time."""
+    users = MemoryUsersRepository(MemoryDomainList([DOMAIN]), hasher=PasswordHasher(MIN_ITERATIONS))
     users.add_user(USER, PASSWORD)
     users.add_user(OTHER, PASSWORD)
-    world = World(memory_context(MemoryBlobStore()), users, MemorySubscriptionStore())
+    return users
+
+
+def make_world() -> World:
+    world = World(memory_context(MemoryBlobStore()), shared_users(), MemorySubscriptionStore())
     for name in ("INBOX", "Sent", "Drafts", "Trash", "Spam", "Archive", "Projects", "Projects.2026"):
         world.mailbox.manager.create_mailbox(MailboxPath.of(USER, name))
     world.subscriptions.subscribe(world.user, "INBOX")
@@ -81,3 +95,19 @@ def make_world() -> World:
 def basic(user: str = USER, password: str = PASSWORD) -> dict[str, str]:
     token = base64.b64encode(f"{user}:{password}".encode()).decode()
     return {"Authorization": f"Basic {token}"}
+
+
+@cache
+def signing_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def public_pem(key: rsa.RSAPrivateKey) -> str:
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def bearer(user: str = USER, key: rsa.RSAPrivateKey | None = None, **claims: object) -> dict[str, str]:
+    """A JWT for ``user``: cheap to check, unlike a password (hashed on every request)."""
+    token = jwt.encode({"sub": user, **claims}, key or signing_key(), algorithm="RS256")
+    return {"Authorization": f"Bearer {token}"}
