@@ -25,6 +25,10 @@ class JmapServer:
                                                     ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key))
         self._thread: threading.Thread | None = None
 
+    @property
+    def port(self) -> int:
+        return int(self.server.config.port)
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self.server.run, name="jmap", daemon=True)
         self._thread.start()

@@ -140,6 +140,10 @@ class JmapRole(Role):
         return cls(JmapConfig.from_env(env), backends.users,
                    MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions))
 
+    @property
+    def port(self) -> int:
+        return self.server.port
+
     def start(self) -> None:
         self.server.start()
 
