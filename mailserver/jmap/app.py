@@ -25,8 +25,10 @@ from mailserver.jmap.methods.registry import METHODS
 from mailserver.jmap.request import parse_request
 from mailserver.jmap.session_resource import session
 from mailserver.model.address import Username
+from mailserver.security.auth_throttle import AuthThrottle
 
 PROBLEM = "application/problem+json"
+PROTOCOL = "JMAP"
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class JmapContext:
     services: MailServices
     limits: CoreLimits = field(default_factory=CoreLimits)
     base_url: str | None = None   # None: the URL the request came to
+    # Authentication failures, counted with IMAP's, SMTP's and WebAdmin's (docs/security.md).
+    throttle: AuthThrottle = field(default_factory=AuthThrottle.off)
 
 
 def create_app(ctx: JmapContext) -> FastAPI:
@@ -47,10 +51,9 @@ def create_app(ctx: JmapContext) -> FastAPI:
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        # Password hashing and the users repository block: off the event loop.
-        user = await run_in_threadpool(ctx.authenticator.authenticate, dict(request.headers))
-        if user is None:
-            return Response(status_code=401, headers={"WWW-Authenticate": ctx.authenticator.challenge})
+        user = await _authenticated(ctx, request)
+        if isinstance(user, Response):
+            return user
         request.state.user = user
         return await call_next(request)
 
@@ -75,6 +78,26 @@ def create_app(ctx: JmapContext) -> FastAPI:
         return JSONResponse(response.to_json())
 
     return app
+
+
+async def _authenticated(ctx: JmapContext, request: Request) -> Username | Response:
+    """The user, or the refusal: 401 with the accepted schemes, 429 while the client is throttled."""
+    unauthorized = Response(status_code=401, headers={"WWW-Authenticate": ctx.authenticator.challenge})
+    headers = dict(request.headers)
+    if not ctx.authenticator.presented(headers):
+        return unauthorized   # nothing guessed: not a failure
+    address = request.client.host if request.client is not None else None
+    async with ctx.throttle.attempt(PROTOCOL, ctx.authenticator.account_named(headers), address) as attempt:
+        if attempt.refused:
+            return Response(attempt.refusal + ".", status_code=429, media_type="text/plain",
+                            headers={"Retry-After": str(attempt.retry_after)})
+        # Password hashing and the users repository block: off the event loop.
+        user = await run_in_threadpool(ctx.authenticator.authenticate, headers)
+        if user is None:
+            attempt.failed()
+            return unauthorized
+        attempt.succeeded()
+        return user
 
 
 async def _bounded_body(request: Request, limit: int) -> bytes:

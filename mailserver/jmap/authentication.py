@@ -38,6 +38,22 @@ class Authenticator:
             (["Bearer realm=\"JMAP\""] if self.config.jwt_public_key else [])
         return ", ".join(schemes)
 
+    @staticmethod
+    def presented(headers: Mapping[str, str]) -> bool:
+        """Credentials of some kind were sent (a failure then counts as a guess for the throttle)."""
+        return bool((headers.get("authorization") or "").strip())
+
+    @staticmethod
+    def account_named(headers: Mapping[str, str]) -> str | None:
+        """The account Basic credentials claim (the throttle counts failures per account too)."""
+        scheme, _, credentials = (headers.get("authorization") or "").partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            return base64.b64decode(credentials.strip(), validate=True).decode().partition(":")[0] or None
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+
     def authenticate(self, headers: Mapping[str, str]) -> Username | None:
         """The user the credentials prove, or None (absent, malformed or wrong: the same 401)."""
         scheme, _, credentials = (headers.get("authorization") or "").partition(" ")

@@ -10,14 +10,17 @@ from mailserver.jmap.account import MailServices
 from mailserver.jmap.app import JmapContext, create_app
 from mailserver.jmap.authentication import Authenticator
 from mailserver.jmap.config import JmapConfig
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.users.api import UsersRepository
 
 MAX_HEADER_BYTES = 16 * 1024
 
 
 class JmapServer:
-    def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices) -> None:
-        app = create_app(JmapContext(Authenticator(config.auth, users), services, config.limits, config.base_url))
+    def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices,
+                 throttle: AuthThrottle | None = None) -> None:
+        app = create_app(JmapContext(Authenticator(config.auth, users), services, config.limits, config.base_url,
+                                     throttle or AuthThrottle.off()))
         # h11 bounds an incomplete request head, as WebAdmin's server does; HTTPS with a certificate.
         self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, http="h11",
                                                     h11_max_incomplete_event_size=MAX_HEADER_BYTES,

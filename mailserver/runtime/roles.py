@@ -26,6 +26,7 @@ from mailserver.runtime.backends import Backends
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
+from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.smtp import SmtpServer, SmtpServerThread
 from mailserver.tasks.builtin.vault import VaultParts
@@ -127,18 +128,19 @@ class JmapRole(Role):
 
     name = "jmap"
 
-    def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices) -> None:
+    def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices,
+                 throttle: AuthThrottle | None = None) -> None:
         if config.host not in ("127.0.0.1", "::1", "localhost") and not config.tls:
             log.warning("JMAP listens on %s without TLS: make sure a TLS proxy is in front of it", config.host)
         from mailserver.jmap.server import JmapServer  # uvicorn and FastAPI only where JMAP runs
 
-        self.server = JmapServer(config, users, services)
+        self.server = JmapServer(config, users, services, throttle)
 
     @classmethod
     def on(cls, backends: Backends, env: Any) -> JmapRole:
         mailbox = backends.mailbox
         return cls(JmapConfig.from_env(env), backends.users,
-                   MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions))
+                   MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions), backends.auth_throttle)
 
     @property
     def port(self) -> int:

@@ -17,6 +17,8 @@ from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.concurrency import ConcurrentRequests, TooManyRequests
 from mailserver.model.address import Username
+from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.security.throttle_config import AuthThrottleConfig
 from tests.support.jmap_world import OTHER, USER, USING, World, basic, bearer, make_world, signing_key
 
 CORE = "urn:ietf:params:jmap:core"
@@ -170,3 +172,14 @@ def test_without_a_key_bearer_tokens_are_not_accepted(world):
     client = TestClient(create_app(replace(context, authenticator=only_basic)))
     response = client.get("/jmap/session", headers=bearer())
     assert (response.status_code, response.headers["www-authenticate"]) == (401, 'Basic realm="JMAP"')
+
+
+def test_wrong_credentials_are_throttled_with_the_other_protocols_and_missing_ones_are_not(world):
+    throttle = AuthThrottle(AuthThrottleConfig(delay=0, free_failures=10, address_limit=2))
+    client = TestClient(create_app(replace(world.context(), throttle=throttle)))
+    for _ in range(3):   # no credentials: nothing guessed, never refused
+        assert client.get("/jmap/session").status_code == 401
+    for _ in range(2):
+        assert client.get("/jmap/session", headers={"Authorization": "Bearer forged"}).status_code == 401
+    refused = client.get("/jmap/session", headers=bearer())
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
