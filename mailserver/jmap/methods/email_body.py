@@ -1,51 +1,73 @@
 """An Email's body structure (RFC 8621 4.1.4): its leaf parts, textBody and htmlBody chosen by the
-RFC's own algorithm, and the decoded text of the parts asked for in bodyValues."""
+RFC's own algorithm, and the decoded text of the parts asked for in bodyValues.
+
+The tree is IMAP's bounded MIME tree (``imap/mime.py``): built without recursion, at most
+``MAX_DEPTH`` containers deep and ``MAX_PARTS`` parts, offsets into the message rather than
+copies. An attached message (``message/rfc822``) is a leaf, as RFC 8621 has it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from email import policy
-from email.message import EmailMessage, Message
-from email.parser import BytesParser
+from email.message import Message
 from typing import Any
+
+from mailserver.imap import mime
 
 PART_PROPERTIES = ("partId", "blobId", "size", "name", "type", "charset", "disposition", "cid", "language",
                    "location")
-MAX_PARTS = 500   # a hostile message must not make the walk unbounded
 
 
 @dataclass
 class Part:
     part_id: str
-    message: Message
+    node: mime.Part
 
     @property
     def type(self) -> str:
-        return self.message.get_content_type()
+        main, sub = self.node.content_type
+        return f"{main}/{sub}"
+
+    @property
+    def fields(self) -> Message:
+        return self.node.fields
+
+    def decoded(self) -> bytes:
+        """The body with its transfer encoding undone (base64, quoted-printable)."""
+        holder = Message()
+        encoding = self.fields.get("Content-Transfer-Encoding")
+        if encoding is not None:
+            holder["Content-Transfer-Encoding"] = str(encoding)
+        holder.set_payload(self.node.body.decode("ascii", "surrogateescape"))   # as email's parser stores it
+        payload = holder.get_payload(decode=True)
+        return payload if isinstance(payload, bytes) else b""
 
     def properties(self, email_id: str) -> dict[str, Any]:
-        m = self.message
-        payload = m.get_payload(decode=True)
-        is_text = self.type.startswith("text/")
-        cid = m.get("Content-ID")
-        language = m.get("Content-Language")
-        return {"partId": self.part_id, "blobId": f"{email_id}_{self.part_id}",
-                "size": len(payload) if isinstance(payload, bytes) else 0, "name": m.get_filename(),
-                "type": self.type, "charset": (m.get_content_charset() or "us-ascii") if is_text else None,
-                "disposition": m.get_content_disposition(),
-                "cid": str(cid).strip().strip("<>") if cid is not None else None,
+        fields = self.fields
+        cid, language = fields.get("Content-ID"), fields.get("Content-Language")
+        disposition = None if self.node.opaque else fields.get_content_disposition()
+        return {"partId": self.part_id, "blobId": f"{email_id}_{self.part_id}", "size": len(self.decoded()),
+                "name": None if self.node.opaque else _filename(fields), "type": self.type,
+                "charset": (self.node.param("charset") or "us-ascii") if self.type.startswith("text/") else None,
+                "disposition": disposition, "cid": str(cid).strip().strip("<>") if cid is not None else None,
                 "language": [x.strip() for x in str(language).split(",")] if language is not None else None,
-                "location": m.get("Content-Location")}
+                "location": str(fields["Content-Location"]) if fields.get("Content-Location") else None}
 
     def text(self) -> tuple[str, bool]:
-        """The decoded text, and whether decoding met a problem (replaced characters)."""
-        payload = self.message.get_payload(decode=True)
-        raw = payload if isinstance(payload, bytes) else b""
-        charset = self.message.get_content_charset() or "us-ascii"
+        """The decoded text, and whether decoding met a problem (characters replaced)."""
+        raw = self.decoded()
+        charset = self.node.param("charset") or "us-ascii"
         try:
             return raw.decode(charset), False
         except (LookupError, UnicodeDecodeError):
             return raw.decode(charset if _known(charset) else "utf-8", errors="replace"), True
+
+
+def _filename(fields: Message) -> str | None:
+    try:
+        return fields.get_filename()
+    except Exception:   # a malformed parameter reads as no name
+        return None
 
 
 def _known(charset: str) -> bool:
@@ -63,54 +85,59 @@ class Structure:
     attachments: list[Part] = field(default_factory=list)
 
 
-def parse_message(raw: bytes) -> EmailMessage:
-    message = BytesParser(policy=policy.default).parsebytes(raw)
-    assert isinstance(message, EmailMessage)
-    return message
-
-
-def structure(message: Message) -> Structure:
-    """textBody, htmlBody and attachments; leaf parts are numbered 1, 2, ... depth first."""
+def structure(raw: bytes) -> Structure:
+    """textBody, htmlBody and attachments; leaf parts are numbered 1, 2, ... in document order."""
+    root = mime.parse(raw)
+    parts = _number_leaves(root)
     found = Structure()
-    leaves = [m for m in message.walk() if not m.is_multipart()][:MAX_PARTS]
-    parts = {id(m): Part(str(n), m) for n, m in enumerate(leaves, start=1)}
-    if message.is_multipart():
-        subtype = message.get_content_subtype()
-        _parse(_children(message), parts, subtype, subtype == "alternative", found.html_body, found.text_body,
+    if _is_container(root):
+        subtype = root.content_type[1]
+        _parse(root.children, parts, subtype, subtype == "alternative", found.html_body, found.text_body,
                found.attachments)
     else:
-        _parse([message], parts, "mixed", False, found.html_body, found.text_body, found.attachments)
+        _parse([root], parts, "mixed", False, found.html_body, found.text_body, found.attachments)
     return found
 
 
-def _children(message: Message) -> list[Message]:
-    payload = message.get_payload()
-    return [child for child in payload if isinstance(child, Message)] if isinstance(payload, list) else []
+def _is_container(node: mime.Part) -> bool:
+    return node.is_multipart and not node.opaque
+
+
+def _number_leaves(root: mime.Part) -> dict[int, Part]:
+    parts: dict[int, Part] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if _is_container(node):
+            stack.extend(reversed(node.children))
+        else:
+            parts[id(node)] = Part(str(len(parts) + 1), node)
+    return parts
 
 
 def _inline_media(type_: str) -> bool:
     return type_.startswith(("image/", "audio/", "video/"))
 
 
-def _parse(children: list[Message], parts: dict[int, Part], multipart_type: str, in_alternative: bool,
+def _parse(children: list[mime.Part], parts: dict[int, Part], multipart_type: str, in_alternative: bool,
            html_body: list[Part] | None, text_body: list[Part] | None, attachments: list[Part]) -> None:
-    """RFC 8621 4.1.4's ``parseStructure``, as written there (a null list stops receiving parts)."""
+    """RFC 8621 4.1.4's ``parseStructure``, as written there (a null list stops receiving parts).
+
+    It recurses once per container level: the tree is at most ``MAX_DEPTH`` deep."""
     text_length = len(text_body) if text_body is not None else -1
     html_length = len(html_body) if html_body is not None else -1
     for i, child in enumerate(children):
-        if child.is_multipart():
-            sub_type = child.get_content_subtype()
-            _parse(_children(child), parts, sub_type, in_alternative or sub_type == "alternative",
+        if _is_container(child):
+            sub_type = child.content_type[1]
+            _parse(child.children, parts, sub_type, in_alternative or sub_type == "alternative",
                    html_body, text_body, attachments)
             continue
-        part = parts.get(id(child))
-        if part is None:   # past MAX_PARTS
-            continue
+        part = parts[id(child)]
         type_ = part.type
-        is_inline = (child.get_content_disposition() != "attachment"
+        is_inline = ((child.opaque or part.fields.get_content_disposition() != "attachment")
                      and (type_ in ("text/plain", "text/html") or _inline_media(type_))
                      and (i == 0 or (multipart_type != "related"
-                                     and (_inline_media(type_) or not child.get_filename()))))
+                                     and (_inline_media(type_) or not _filename(part.fields)))))
         if not is_inline:
             attachments.append(part)
             continue

@@ -14,7 +14,7 @@ from typing import Any
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods.arguments import boolean, check_get_size, only, optional_ids, properties, unsigned
-from mailserver.jmap.methods.email_body import PART_PROPERTIES, Part, body_value, parse_message, structure
+from mailserver.jmap.methods.email_body import PART_PROPERTIES, Part, body_value, structure
 from mailserver.jmap.methods.email_headers import HEADER_PROPERTIES, as_utc, header_properties, parse_header, utc_date
 from mailserver.jmap.methods.keywords import keywords_of
 from mailserver.jmap.methods.query_window import window
@@ -98,8 +98,7 @@ class _EmailReader:
         return computed
 
     def _body(self, email: UserEmail) -> dict[str, Any]:
-        message = parse_message(self.context.services.manager.read_message(email.first.message_id))
-        found = structure(message)
+        found = structure(self.context.services.manager.read_message(email.first.message_id))
 
         def described(parts: list[Part]) -> list[dict[str, Any]]:
             return [{k: v for k, v in p.properties(email.id).items() if k in self.part_properties} for p in parts]
