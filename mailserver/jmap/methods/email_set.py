@@ -1,7 +1,8 @@
-"""``Email/set`` (RFC 8621 4.6): keyword updates (``$seen`` is IMAP's ``\\Seen``) and destroys.
+"""``Email/set`` (RFC 8621 4.6): keyword updates (``$seen`` is IMAP's ``\\Seen``), mailbox
+changes (moves and copies) and destroys.
 
-Creating emails and changing their mailboxes are not served yet: each such item is refused in
-``notCreated`` / ``notUpdated`` and the rest of the call goes on.
+Creating emails is not served yet: each creation is refused in ``notCreated`` and the rest of the
+call goes on.
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ from typing import Any
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods.arguments import only
+from mailserver.jmap.methods.email_mailboxes import (
+    MAILBOX_PATCH,
+    MailboxChangeError,
+    change_mailboxes,
+    wanted_mailboxes,
+)
 from mailserver.jmap.methods.keywords import flags_with_keywords, is_valid_keyword, keywords_of
 from mailserver.jmap.methods.states import email_state
 from mailserver.jmap.methods.user_messages import UserMessages
@@ -88,16 +95,28 @@ def _update(context: CallContext, messages: UserMessages, email_id: str, patch: 
     email = messages.find(email_id)
     if email is None:
         raise SetError("notFound", f"no email {email_id}")
-    others = [p for p in patch if p != "keywords" and not p.startswith(KEYWORD_PATCH)]
+    keyword_patch = {p: v for p, v in patch.items() if p == "keywords" or p.startswith(KEYWORD_PATCH)}
+    mailbox_patch = {p: v for p, v in patch.items() if p == "mailboxIds" or p.startswith(MAILBOX_PATCH)}
+    others = [p for p in patch if p not in keyword_patch and p not in mailbox_patch]
     if others:
-        raise SetError("invalidProperties", "only keywords can be updated yet", others)
-    if "keywords" in patch and len(patch) > 1:
-        raise SetError("invalidPatch", "keywords is replaced whole and patched in one update")
-    for copy in email.copies:
-        keywords = _patched(keywords_of(copy.flags), patch)
-        mailbox = messages.mailboxes[copy.mailbox_id]
-        context.services.manager.set_flags(mailbox.path, flags_with_keywords(copy.flags, keywords),
-                                           FlagsUpdateMode.REPLACE, uids=[copy.uid])
+        raise SetError("invalidProperties", "only keywords and mailboxIds can be updated", others)
+    for whole, patches in (("keywords", keyword_patch), ("mailboxIds", mailbox_patch)):
+        if whole in patches and len(patches) > 1:
+            raise SetError("invalidPatch", f"{whole} is replaced whole and patched in one update")
+    manager = context.services.manager
+    try:   # everything checked before anything is written
+        wanted = wanted_mailboxes(email, mailbox_patch, messages) if mailbox_patch else None
+    except MailboxChangeError as exc:
+        raise SetError("invalidProperties", str(exc), ["mailboxIds"]) from None
+    new_flags = [(copy, flags_with_keywords(copy.flags, _patched(keywords_of(copy.flags), keyword_patch)))
+                 for copy in email.copies] if keyword_patch else []
+    for copy, flags in new_flags:
+        manager.set_flags(messages.mailboxes[copy.mailbox_id].path, flags, FlagsUpdateMode.REPLACE, uids=[copy.uid])
+    if wanted is not None:
+        if new_flags:   # the copies now carry the new flags: moves and copies take them along
+            found = messages.find(email_id)
+            email = found if found is not None else email
+        change_mailboxes(manager, messages, email, wanted)
 
 
 def _patched(current: dict[str, bool], patch: dict[str, Any]) -> dict[str, bool]:

@@ -250,10 +250,17 @@ def test_email_set_refuses_per_item_and_on_a_stale_state(jmap, world):
     answer = jmap.call("Email/set", update={email: {"mailboxIds": {}}, "nope": {"keywords/$seen": True}},
                        create={"k1": {}})
     assert answer["notUpdated"][email]["type"] == "invalidProperties"
+    assert answer["notUpdated"][email]["properties"] == ["mailboxIds"]
     assert answer["notUpdated"]["nope"]["type"] == "notFound"
     assert answer["notCreated"]["k1"]["type"] == "forbidden"
     bad = jmap.call("Email/set", update={email: {"keywords/a(b": True}})
     assert bad["notUpdated"][email]["type"] == "invalidProperties"
+    for refused in ({"subject": "x"}, {"mailboxIds": {"unknown": True}}, {"keywords": {}, "keywords/$seen": True},
+                    {"mailboxIds/" + mailbox_id(world, "Trash"): True, "keywords/$seen": False}):
+        result = jmap.call("Email/set", update={email: refused})
+        assert result["notUpdated"][email]["type"] in ("invalidProperties", "invalidPatch"), refused
+    assert [m.flags for m in world.mailbox.manager.get_messages(MailboxPath.inbox(USER))] == [Flags()]   # untouched
+    assert world.mailbox.manager.get_messages(MailboxPath.of(USER, "Trash")) == []
     assert jmap.error("Email/set", accountId=world.account, ifInState="old", update={})["type"] == "stateMismatch"
 
 
@@ -264,3 +271,23 @@ def test_email_set_destroys_and_respects_max_objects_in_set(world):
     assert world.mailbox.manager.get_messages(MailboxPath.inbox(USER))   # nothing done
     assert jmap.call("Email/set", destroy=[email])["destroyed"] == [email]
     assert world.mailbox.manager.get_messages(MailboxPath.inbox(USER)) == []
+
+
+def test_email_set_mailbox_ids_moves_copies_and_removes_through_the_manager(jmap, world):
+    email = world.deliver(plain("move me"))
+    inbox, archive, trash = (mailbox_id(world, n) for n in ("INBOX", "Archive", "Trash"))
+    manager = world.mailbox.manager
+
+    def held() -> set[str]:
+        got = jmap.call("Email/get", ids=[email], properties=["mailboxIds"])["list"][0]
+        return set(got["mailboxIds"])
+
+    moved = jmap.call("Email/set", update={email: {"mailboxIds": {archive: True}}})
+    assert moved["updated"] == {email: None} and held() == {archive}
+    assert manager.get_messages(MailboxPath.inbox(USER)) == []
+    jmap.call("Email/set", update={email: {f"mailboxIds/{trash}": True, "keywords/$seen": True}})
+    assert held() == {archive, trash}
+    assert all(m.flags.has(SystemFlag.SEEN) for m in manager.get_messages(MailboxPath.of(USER, "Trash")))
+    jmap.call("Email/set", update={email: {f"mailboxIds/{archive}": None}})
+    assert held() == {trash} and manager.get_messages(MailboxPath.of(USER, "Archive")) == []
+    assert inbox not in held()
