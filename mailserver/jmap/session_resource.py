@@ -22,7 +22,7 @@ def session(user: Username, limits: CoreLimits, base_url: str) -> dict[str, Any]
         "apiUrl": f"{base_url}/jmap",
         "downloadUrl": f"{base_url}/download/{{accountId}}/{{blobId}}?type={{type}}&name={{name}}",
         "uploadUrl": f"{base_url}/upload/{{accountId}}",
-        "eventSourceUrl": f"{base_url}/eventSource?types={{types}}&closeafter={{closeafter}}&ping={{ping}}",
+        "eventSourceUrl": f"{base_url}/eventSource?types={{types}}&closeAfter={{closeafter}}&ping={{ping}}",
     }
     body["state"] = session_state(body)
     return body

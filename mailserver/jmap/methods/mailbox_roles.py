@@ -1,30 +1,42 @@
-"""A mailbox's role (RFC 8621 2, the IANA registry) and sort order, from its name as James does."""
+"""A mailbox's role (RFC 8621 2) and sort order, from its name as James's ``Role.from`` and
+``SortOrder`` give them: INBOX in any case, the other default names exactly, and a name starting
+with ``x-`` as a role of its own."""
 
 from __future__ import annotations
 
-from mailserver.model.mailbox import DELIMITER, INBOX, Mailbox
+from mailserver.model.mailbox import INBOX, Mailbox
 
-# Top-level names James creates by default -> (role, sortOrder).
+# James's DefaultMailboxes name -> (the role JMAP shows, sortOrder); "Spam" is shown as "junk".
 ROLES: dict[str, tuple[str, int]] = {
-    INBOX.lower(): ("inbox", 10),
-    "archive": ("archive", 20),
-    "drafts": ("drafts", 30),
-    "sent": ("sent", 50),
-    "trash": ("trash", 60),
-    "spam": ("junk", 70),
+    "Archive": ("archive", 20),
+    "Drafts": ("drafts", 30),
+    "Outbox": ("outbox", 40),
+    "Sent": ("sent", 50),
+    "Trash": ("trash", 60),
+    "Spam": ("junk", 70),
+    "Templates": ("templates", 80),
+    "Restored-Messages": ("restored messages", 90),
 }
+INBOX_ROLE = ("inbox", 10)
+USER_DEFINED_PREFIX = "x-"
 OTHER_SORT_ORDER = 1000
 
 
+def _role(name: str) -> tuple[str, int] | None:
+    if name.upper() == INBOX:
+        return INBOX_ROLE
+    if name in ROLES:
+        return ROLES[name]
+    if name.startswith(USER_DEFINED_PREFIX):
+        return name, OTHER_SORT_ORDER
+    return None
+
+
 def role_of(mailbox: Mailbox) -> str | None:
-    name = mailbox.path.name
-    if DELIMITER in name:
-        return None
-    found = ROLES.get(name.lower())
+    found = _role(mailbox.path.name)
     return found[0] if found else None
 
 
 def sort_order_of(mailbox: Mailbox) -> int:
-    name = mailbox.path.name
-    found = None if DELIMITER in name else ROLES.get(name.lower())
+    found = _role(mailbox.path.name)
     return found[1] if found else OTHER_SORT_ORDER

@@ -65,6 +65,8 @@ def test_the_session_resource_names_the_account_capabilities_and_urls(client, wo
     assert session["apiUrl"] == "https://jmap.example/jmap"
     assert session["downloadUrl"] == "https://jmap.example/download/{accountId}/{blobId}?type={type}&name={name}"
     assert session["uploadUrl"] == "https://jmap.example/upload/{accountId}"
+    assert session["eventSourceUrl"] == ("https://jmap.example/eventSource?types={types}&closeAfter={closeafter}"
+                                         "&ping={ping}")   # James's template
     assert session["state"] and client.get("/jmap/session", headers=bearer()).json()["state"] == session["state"]
 
 
