@@ -4,6 +4,7 @@ session from discovery to setting ``$seen``, seen as ``\\Seen`` through the mail
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -14,6 +15,8 @@ from mailserver.jmap.config import JmapConfig
 from mailserver.model.flags import SystemFlag
 from mailserver.model.mailbox import MailboxPath
 from mailserver.runtime.roles import JmapRole
+from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.security.throttle_config import AuthThrottleConfig
 from tests.support.jmap_world import MIXED, USER, USING, World, basic, bearer, make_world, public_pem, signing_key
 from tests.support.ports import unused_port
 from tests.unit.smtp.smtp_helpers import self_signed
@@ -95,5 +98,25 @@ def test_with_a_certificate_the_role_serves_https(world, tmp_path):
         assert response.status_code == 200 and response.json()["apiUrl"] == f"https://127.0.0.1:{port}/jmap"
         with pytest.raises(httpx.HTTPError), httpx.Client(timeout=5) as plain:
             plain.get(f"http://127.0.0.1:{port}/jmap/session", headers=bearer())
+    finally:
+        role.stop()
+
+
+def test_the_role_serve_builds_reads_its_settings_and_the_processs_throttle(world, tmp_path):
+    """``JmapRole.on`` as ``serve --roles jmap`` calls it: port and key from the environment, the
+    mailbox layer, users, subscriptions and authentication throttle of the process's backends."""
+    key = tmp_path / "jwt.pub"
+    key.write_text(public_pem(signing_key()))
+    throttle = AuthThrottle(AuthThrottleConfig(delay=0, address_limit=1))
+    backends = SimpleNamespace(mailbox=world.mailbox, users=world.users, subscriptions=world.subscriptions,
+                               auth_throttle=throttle)
+    port = unused_port()
+    role = JmapRole.on(backends, {"MAILSERVER_JMAP_PORT": str(port), "MAILSERVER_JMAP_JWT_PUBLIC_KEY": str(key)})
+    role.start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            assert client.get("/jmap/session", headers=bearer()).json()["username"] == USER
+            assert client.get("/jmap/session", headers={"Authorization": "Bearer forged"}).status_code == 401
+            assert client.get("/jmap/session", headers=bearer()).status_code == 429   # the shared throttle
     finally:
         role.stop()
