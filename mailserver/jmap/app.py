@@ -1,7 +1,8 @@
 """``create_app``: the JMAP HTTP application (FastAPI, as WebAdmin).
 
-Every route needs an authenticated user: without one the answer is 401 before anything else is
-read. ``GET /jmap/session`` is the session resource; ``POST /jmap`` the API, whose request is
+Every route but the autodiscovery redirect (``/.well-known/jmap`` to the session, RFC 8620 2.2,
+public as in James) needs an authenticated user: without one the answer is 401 before anything
+else is read. ``GET /jmap/session`` is the session resource; ``POST /jmap`` the API, whose request is
 refused whole (an RFC 7807 problem) when a core limit or the request's shape says so, before any
 method runs.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 
 from mailserver.jmap.account import CallContext, MailServices
 from mailserver.jmap.authentication import Authenticator
@@ -29,6 +30,8 @@ from mailserver.security.auth_throttle import AuthThrottle
 
 PROBLEM = "application/problem+json"
 PROTOCOL = "JMAP"
+SESSION = "/jmap/session"
+WELL_KNOWN = "/.well-known/jmap"
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,19 @@ def create_app(ctx: JmapContext) -> FastAPI:
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if request.url.path == WELL_KNOWN:
+            return await call_next(request)
         user = await _authenticated(ctx, request)
         if isinstance(user, Response):
             return user
         request.state.user = user
         return await call_next(request)
 
-    @app.get("/jmap/session")
+    @app.get(WELL_KNOWN)
+    async def autodiscovery() -> RedirectResponse:
+        return RedirectResponse(SESSION, status_code=302)
+
+    @app.get(SESSION)
     async def session_resource(request: Request) -> JSONResponse:
         return JSONResponse(session(request.state.user, ctx.limits, base_url(request)))
 

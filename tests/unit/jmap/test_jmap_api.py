@@ -49,6 +49,12 @@ def test_without_valid_credentials_every_route_answers_401_with_a_challenge(clie
     assert response.headers["www-authenticate"] == 'Basic realm="JMAP", Bearer realm="JMAP"'
 
 
+def test_autodiscovery_redirects_to_the_session_without_credentials(client):
+    response = client.get("/.well-known/jmap", follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (302, "/jmap/session")
+    assert client.get("/.well-known/jmap", headers=bearer()).json()["username"] == USER   # followed
+
+
 def test_the_session_resource_names_the_account_capabilities_and_urls(client, world):
     response = client.get("/jmap/session", headers=bearer())
     assert response.status_code == 200
