@@ -9,18 +9,25 @@ from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.request import Invocation
 
 WILDCARD = "*"   # JMAP's extension of JSON pointers: every item of an array
+NESTED_DEPTH = 8   # how deep in an argument's objects references are looked for (filters nest)
 
 
 def invalid_reference(description: str) -> MethodError:
     return MethodError("invalidResultReference", description)
 
 
-def resolve(arguments: dict[str, Any], responses: Sequence[Invocation]) -> dict[str, Any]:
-    """The arguments with every ``#name`` replaced by ``name`` and the value it points to."""
+def resolve(arguments: dict[str, Any], responses: Sequence[Invocation], depth: int = 0) -> dict[str, Any]:
+    """The arguments with every ``#name`` replaced by ``name`` and the value it points to.
+
+    RFC 8620 puts references among a call's arguments; clients also put them in the objects an
+    argument holds (jmapc sends ``"filter": {"#inMailbox": ...}``, as Fastmail accepts), so
+    objects are searched too, down to ``NESTED_DEPTH`` levels.
+    """
     resolved: dict[str, Any] = {}
     for key, value in arguments.items():
         if not key.startswith("#"):
-            resolved[key] = value
+            resolved[key] = resolve(value, responses, depth + 1) \
+                if isinstance(value, dict) and depth < NESTED_DEPTH else value
             continue
         name = key[1:]
         if name in arguments:

@@ -44,6 +44,8 @@ def parse_json(body: bytes) -> Any:
         return json.loads(body.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RequestError(NOT_JSON, f"The request did not parse as I-JSON: {exc}") from None
+    except RecursionError:   # nesting deeper than the parser goes: refused, never a server error
+        raise RequestError(NOT_JSON, "The request nests values too deeply") from None
 
 
 def parse_request(body: bytes, content_type: str | None, limits: CoreLimits,

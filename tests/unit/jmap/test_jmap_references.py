@@ -64,3 +64,23 @@ def test_pointer_escapes_and_the_whole_document():
     assert pointer(document, "/a~1b/m~0n") == 1
     assert pointer(document, "") is document
     assert pointer(document, "/list/1") == 1
+
+
+def test_a_reference_inside_an_argument_object_is_resolved_as_clients_send_it():
+    # jmapc's Email/query: {"filter": {"#inMailbox": {...}}}
+    arguments = {"filter": {"#inMailbox": {"resultOf": "t0", "name": "Email/query", "path": "/ids/0"},
+                            "hasKeyword": "$seen"}}
+    assert resolve(arguments, [QUERY]) == {"filter": {"inMailbox": "msg1023", "hasKeyword": "$seen"}}
+    assert failure({"filter": {"#inMailbox": {"resultOf": "t9", "name": "Email/query", "path": "/ids/0"}}},
+                   [QUERY]).type == "invalidResultReference"
+
+
+def test_references_are_looked_for_only_so_deep():
+    reference = {"resultOf": "t0", "name": "Email/query", "path": "/ids/0"}
+    deep: dict = {"#x": reference}
+    for _ in range(20):
+        deep = {"level": deep}
+    resolved = resolve(deep, [QUERY])
+    for _ in range(20):
+        resolved = resolved["level"]
+    assert resolved == {"#x": reference}   # left as it came, past the depth searched

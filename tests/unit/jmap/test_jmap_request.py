@@ -73,3 +73,7 @@ def test_too_large_a_body_is_the_size_limit_even_when_it_is_not_json():
     limits = CoreLimits(max_size_request=10)
     error = refusal(b"x" * 11, limits=limits)
     assert (error.type, error.limit, error.status) == (LIMIT, "maxSizeRequest", 400)
+
+
+def test_nesting_deeper_than_the_parser_goes_is_not_json_not_a_crash():
+    assert refusal(b"[" * 100_000).type == NOT_JSON
