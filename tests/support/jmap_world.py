@@ -21,8 +21,8 @@ from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
+from mailserver.model.passwords import PasswordHasher
 from mailserver.users.memory import MemoryUsersRepository
-from mailserver.users.passwords import MIN_ITERATIONS, PasswordHasher
 
 DOMAIN = "jmap.test"
 USER, PASSWORD = f"alice@{DOMAIN}", "s3cret-Passw0rd"
@@ -77,7 +77,7 @@ class World:
 @cache
 def shared_users() -> MemoryUsersRepository:
     """Hashed once for every test (no test changes users): each hash takes a noticeable time."""
-    users = MemoryUsersRepository(MemoryDomainList([DOMAIN]), hasher=PasswordHasher(MIN_ITERATIONS))
+    users = MemoryUsersRepository(MemoryDomainList([DOMAIN]), hasher=PasswordHasher("PBKDF2-SHA512"))
     users.add_user(USER, PASSWORD)
     users.add_user(OTHER, PASSWORD)
     return users
