@@ -1,0 +1,83 @@
+"""The declared differences between this server and James (``differences.yaml``) and the line
+matcher that honours them: a server line matches a script's line when James's regex matches it
+whole, or when a declared difference says why ours differs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+DIFFERENCES_FILE = Path(__file__).with_name("differences.yaml")
+_STATUS = re.compile(r"(?P<tag>\S+) (?P<status>OK|NO|BAD|BYE|PREAUTH)(?: (?P<rest>.*))?$")
+_ACTUAL_CODE = re.compile(r"\[(?P<code>[^\]]*)\]")
+
+
+@cache
+def java_regex(pattern: str) -> re.Pattern[str]:
+    """James's server lines are Java regexes; the constructs its scripts use mean the same in Python."""
+    return re.compile(pattern)
+
+
+def _expected_code(rest: str) -> str | None:
+    """The response-code regex at the start of a status line's pattern (``\\[...\\]``), if any."""
+    if not rest.startswith("\\["):
+        return None
+    end = rest.find("\\]")
+    return rest[2:end] if end > 0 else None
+
+
+@dataclass(frozen=True)
+class Differences:
+    status_text_is_cosmetic: bool
+    absent_codes: frozenset[str]
+    optional_lines: tuple[str, ...]     # James's patterns we need not send
+    extra_lines: tuple[re.Pattern[str], ...]   # our lines James does not send
+    replacements: dict[str, re.Pattern[str]]   # James's pattern -> ours
+    not_applicable: dict[str, str]      # script -> reason
+    known_failures: dict[str, str]      # script -> bug
+
+    def matches(self, pattern: str, actual: str) -> bool:
+        if java_regex(pattern).fullmatch(actual):
+            return True
+        ours = self.replacements.get(pattern)
+        if ours is not None and ours.fullmatch(actual):
+            return True
+        return self.status_text_is_cosmetic and self._same_status(pattern, actual)
+
+    def _same_status(self, pattern: str, actual: str) -> bool:
+        """Same tag, same status, same response code; the human-readable text may differ (RFC 3501 7.1)."""
+        wanted, got = _STATUS.match(pattern), _STATUS.match(actual)
+        if not wanted or not got or wanted["status"] != got["status"]:
+            return False
+        if not java_regex(wanted["tag"]).fullmatch(got["tag"]):
+            return False
+        code = _expected_code(wanted["rest"] or "")
+        if code is None:
+            return True
+        found = _ACTUAL_CODE.match(got["rest"] or "")
+        if found and java_regex(code).fullmatch(found["code"]):
+            return True
+        return code.split(" ")[0].strip("\\") in self.absent_codes
+
+    def optional(self, pattern: str) -> bool:
+        return pattern in self.optional_lines
+
+    def extra(self, actual: str) -> bool:
+        return any(p.fullmatch(actual) for p in self.extra_lines)
+
+
+def load(path: Path = DIFFERENCES_FILE) -> Differences:
+    data = yaml.safe_load(path.read_text())
+    return Differences(
+        status_text_is_cosmetic=bool(data["status_text"]["cosmetic"]),
+        absent_codes=frozenset(entry["code"] for entry in data.get("absent_codes", [])),
+        optional_lines=tuple(entry["james"] for entry in data.get("optional_lines", [])),
+        extra_lines=tuple(re.compile(entry["ours"]) for entry in data.get("extra_lines", [])),
+        replacements={entry["james"]: re.compile(entry["ours"]) for entry in data.get("replacements", [])},
+        not_applicable={name: entry for name, entry in (data.get("not_applicable") or {}).items()},
+        known_failures={name: entry for name, entry in (data.get("known_failures") or {}).items()},
+    )
