@@ -72,16 +72,16 @@ class MailboxCommands(SessionBase):
         path = self.path(name)
         selected = await self.blocking(self._open, path, read_only)
         recent = len(selected.recent)
-        lines = [selected.flags_response(),
-                 b"* OK [PERMANENTFLAGS " + (b"()" if read_only else applicable_flags(selected.user_flags)[:-1]
-                                             + b" \\*)") + b"] Flags permitted\r\n",
-                 b"* %d EXISTS\r\n" % selected.exists, b"* %d RECENT\r\n" % recent]
+        # The order of RFC 3501's SELECT example, as James sends it.
+        lines = [selected.flags_response(), b"* %d EXISTS\r\n" % selected.exists, b"* %d RECENT\r\n" % recent,
+                 b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % selected.mailbox.uid_validity]
         unseen = selected.first_unseen()
         if unseen is not None:
             lines.append(b"* OK [UNSEEN %d] First unseen message\r\n" % unseen)
-        lines += [b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % selected.mailbox.uid_validity,
-                  b"* OK [UIDNEXT %d] Predicted next UID\r\n" % selected.state.uid_next,
-                  b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq)]
+        lines += [b"* OK [PERMANENTFLAGS " + (b"()" if read_only else applicable_flags(selected.user_flags)[:-1]
+                                               + b" \\*)") + b"] Flags permitted\r\n",
+                  b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq),
+                  b"* OK [UIDNEXT %d] Predicted next UID\r\n" % selected.state.uid_next]
         await self.send(b"".join(lines))
         self.selected, self.state = selected, State.SELECTED
         return f"OK [{'READ-ONLY' if read_only else 'READ-WRITE'}] {'EXAMINE' if read_only else 'SELECT'} completed"

@@ -30,21 +30,45 @@ def _expected_code(rest: str) -> str | None:
     return rest[2:end] if end > 0 else None
 
 
+@cache
+def _unquoted(pattern: str) -> re.Pattern[str]:
+    """``pattern`` with every double quote optional: a name may come as an atom or a quoted string."""
+    return re.compile(re.sub(r'\\?"', '"?', pattern))
+
+
+def _fill(template: str, groups: tuple[str, ...]) -> str:
+    """``template`` with ``\\1``... replaced by the groups (regex text, kept as is)."""
+    return re.sub(r"\\(\d)", lambda ref: groups[int(ref[1]) - 1], template)
+
+
+@cache
+def _replacement(replacements: tuple[tuple[re.Pattern[str], str], ...], pattern: str) -> re.Pattern[str] | None:
+    """Our regex for a James pattern that a declared replacement covers (its groups usable as \\1...)."""
+    for james, ours in replacements:
+        found = james.fullmatch(pattern)
+        if found:
+            return re.compile(_fill(ours, found.groups(default="")))
+    return None
+
+
 @dataclass(frozen=True)
 class Differences:
     status_text_is_cosmetic: bool
+    quoting_is_cosmetic: bool
     absent_codes: frozenset[str]
     optional_lines: tuple[str, ...]     # James's patterns we need not send
     extra_lines: tuple[re.Pattern[str], ...]   # our lines James does not send
-    replacements: dict[str, re.Pattern[str]]   # James's pattern -> ours
+    replacements: tuple[tuple[re.Pattern[str], str], ...]   # James's pattern (matched as text) -> ours
     not_applicable: dict[str, str]      # script -> reason
     known_failures: dict[str, str]      # script -> bug
 
     def matches(self, pattern: str, actual: str) -> bool:
         if java_regex(pattern).fullmatch(actual):
             return True
-        ours = self.replacements.get(pattern)
+        ours = _replacement(self.replacements, pattern)
         if ours is not None and ours.fullmatch(actual):
+            return True
+        if self.quoting_is_cosmetic and _unquoted(pattern).fullmatch(actual):
             return True
         return self.status_text_is_cosmetic and self._same_status(pattern, actual)
 
@@ -66,7 +90,7 @@ class Differences:
     def optional(self, pattern: str) -> bool:
         return pattern in self.optional_lines
 
-    def extra(self, actual: str) -> bool:
+    def is_extra(self, actual: str) -> bool:
         return any(p.fullmatch(actual) for p in self.extra_lines)
 
 
@@ -74,10 +98,11 @@ def load(path: Path = DIFFERENCES_FILE) -> Differences:
     data = yaml.safe_load(path.read_text())
     return Differences(
         status_text_is_cosmetic=bool(data["status_text"]["cosmetic"]),
+        quoting_is_cosmetic=bool(data["astring_quoting"]["cosmetic"]),
         absent_codes=frozenset(entry["code"] for entry in data.get("absent_codes", [])),
         optional_lines=tuple(entry["james"] for entry in data.get("optional_lines", [])),
         extra_lines=tuple(re.compile(entry["ours"]) for entry in data.get("extra_lines", [])),
-        replacements={entry["james"]: re.compile(entry["ours"]) for entry in data.get("replacements", [])},
+        replacements=tuple((re.compile(entry["james"]), entry["ours"]) for entry in data.get("replacements", [])),
         not_applicable={name: entry for name, entry in (data.get("not_applicable") or {}).items()},
         known_failures={name: entry for name, entry in (data.get("known_failures") or {}).items()},
     )

@@ -32,7 +32,10 @@ class _Connection:
         self._buffer = b""
 
     def write_line(self, line: str) -> None:
-        self._sock.sendall(line.encode("utf-8") + b"\r\n")
+        try:
+            self._sock.sendall(line.encode("utf-8") + b"\r\n")
+        except OSError as exc:
+            raise MptFailure(f"could not send {line!r}: {exc}") from None
 
     def read_line(self, where: str) -> str:
         while b"\r\n" not in self._buffer:
@@ -40,6 +43,8 @@ class _Connection:
                 chunk = self._sock.recv(65536)
             except TimeoutError:
                 raise MptFailure(f"{where}: no line from the server within {self.timeout}s") from None
+            except OSError as exc:
+                raise MptFailure(f"{where}: the connection broke ({exc})") from None
             if not chunk:
                 raise MptFailure(f"{where}: the server closed the connection")
             self._buffer += chunk
@@ -81,7 +86,7 @@ class Player:
     def _read(self, session: _Connection, where: str) -> str:
         while True:
             line = session.read_line(where)
-            if not self.differences.extra(line):
+            if not self.differences.is_extra(line):
                 return line
 
     def _step(self, element: Element, session: _Connection) -> None:
