@@ -63,7 +63,11 @@ class SequenceSet:
         return any(STAR in r for r in self.ranges)
 
     def sequence_numbers(self, count: int) -> list[int]:
-        """The sequence numbers 1..count it names, ascending; ParseError when one is beyond count."""
+        """The sequence numbers 1..count it names, ascending; ParseError when one is beyond count.
+
+        On an empty mailbox a set with ``*`` names nothing (``FETCH 1:*`` is OK, as in James)."""
+        if count == 0 and self.has_star():
+            return []
         wanted: set[int] = set()
         for low, high in self._bounds(count):
             if low < 1 or high > count:
