@@ -10,7 +10,7 @@ from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normal
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
 from mailserver.imap.response import astring, number, parse_date_time
 from mailserver.imap.selected import SelectedMailbox, applicable_flags
-from mailserver.imap.session_base import Bye, No, SessionBase, State
+from mailserver.imap.session_base import No, SessionBase, State
 from mailserver.mailbox.errors import MailboxNotFound, MaintenanceMode
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import DELIMITER, INBOX, MailboxPath
@@ -39,6 +39,15 @@ def parse_flags(tokens: list[Any]) -> Flags:
         else:
             user.add(str(token))
     return Flags(frozenset(system), frozenset(user))
+
+
+def hierarchy_levels(names: set[str]) -> set[str]:
+    """Every ancestor of ``names`` (``a.b.c`` -> ``a``, ``a.b``)."""
+    levels = set()
+    for name in names:
+        parts = name.split(DELIMITER)
+        levels.update(DELIMITER.join(parts[:i]) for i in range(1, len(parts)))
+    return levels
 
 
 def wire_name(name: str) -> bytes:
@@ -114,9 +123,10 @@ class MailboxCommands(SessionBase):
         name = self._name(args)
         args.end()
         path = self.path(name)
-        await self.blocking(self.manager.delete_mailbox, path)
+        # Children stay: the name remains as a \\Noselect hierarchy level (RFC 3501 6.3.4), as in James.
+        await self.blocking(self.manager.delete_mailbox, path, keep_children=True)
         if self.selected is not None and self.selected.path == path:
-            raise Bye("The selected mailbox was deleted")
+            self.selected, self.state = None, State.AUTHENTICATED   # James deselects; the session goes on
         return "OK DELETE completed"
 
     async def cmd_rename(self, command: Command, args: Args) -> str:
@@ -181,12 +191,14 @@ class MailboxCommands(SessionBase):
 
         def listing() -> bytes:
             # In a worker thread: a user with many mailboxes costs this session time, never the loop's.
-            names = sorted(m.path.name for m in self.manager.list_mailboxes(user))
-            parents = {name.rpartition(DELIMITER)[0] for name in names if DELIMITER in name}
+            existing = {m.path.name for m in self.manager.list_mailboxes(user)}
+            parents = {name.rpartition(DELIMITER)[0] for name in existing if DELIMITER in name}
+            levels = hierarchy_levels(existing) - existing   # names kept only as levels: \\Noselect
             lines = []
-            for name in names:
+            for name in sorted(existing | levels):
                 if matcher.matches(name):
-                    flags = b"(\\HasChildren)" if name in parents else b"(\\HasNoChildren)"
+                    children = b"\\HasChildren" if name in parents else b"\\HasNoChildren"
+                    flags = b"(\\Noselect " + children + b")" if name in levels else b"(" + children + b")"
                     lines.append(b"* LIST " + flags + b' "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n")
             return b"".join(lines)
 

@@ -257,9 +257,16 @@ class Session(MailboxCommands, MessageCommands):
         elif status.startswith("NO"):
             self.server.count("imapCommandsNo")
         # One line whatever a message quotes (a mailbox name, James's "forbidden characters %*\r\n").
-        await self.send(f"{command.tag} {printable(status)}\r\n".encode())
+        await self.send(f"{command.tag} {printable(self._public(status))}\r\n".encode())
         if self.state is State.LOGOUT:
             self.close()
+
+    def _public(self, status: str) -> str:
+        """``status`` naming the user's mailboxes as the client does, not by their stored paths."""
+        if self.user is None:
+            return status
+        inbox = MailboxPath.inbox(self.user)
+        return status.replace(inbox.as_string().removesuffix(inbox.name), "")
 
     async def _run(self, command: Command, method: str) -> str | None:
         try:

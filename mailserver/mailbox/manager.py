@@ -180,12 +180,14 @@ class MailboxManager:
             events.append(MailboxRenamed(user=m.path.user, path=m.path, new_path=renamed.path, mailbox_id=m.id))
         self.events.dispatch(*events)
 
-    def delete_mailbox(self, path: MailboxPath, *, recursive: bool = False) -> None:
+    def delete_mailbox(self, path: MailboxPath, *, recursive: bool = False, keep_children: bool = False) -> None:
+        """Delete ``path``; with children: refused, or all deleted (``recursive``), or kept (``keep_children``,
+        IMAP's DELETE: the name stays as a hierarchy level, RFC 3501 6.3.4)."""
         self._guard()
         if path.name == INBOX and not recursive:
             raise InboxCannotBeRenamedOrDeleted(path)
         mailbox = self.get_mailbox(path)
-        children = self._children(mailbox)
+        children = [] if keep_children else self._children(mailbox)
         if children and not recursive:
             raise MailboxHasChildren(path)
         # Deepest first, so a crash never leaves a child without its parent.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import imaplib
+
 import pytest
 
 from mailserver.imap.parser import ParseError
@@ -22,3 +24,43 @@ def test_a_set_without_star_beyond_an_empty_mailbox_is_still_refused():
     with pytest.raises(ParseError):
         SequenceSet.parse("1").sequence_numbers(0)
     assert SequenceSet.parse("1:*").sequence_numbers(0) == []
+
+
+def test_delete_of_the_selected_mailbox_answers_ok_and_the_session_goes_on(world):
+    client = world.client()
+    assert client.create("doomed")[0] == "OK"
+    assert client.append("doomed", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.select("doomed") == ("OK", [b"1"])
+    assert client.delete("doomed") == ("OK", [b"DELETE completed"])
+    assert client.noop()[0] == "OK"
+    with pytest.raises(imaplib.IMAP4.error, match="authenticated state"):   # the server deselected it
+        client.check()
+    assert not any(b"doomed" in line for line in client.list()[1])
+    assert client.select("INBOX")[0] == "OK"
+    client.logout()
+
+
+def test_delete_of_a_mailbox_with_children_leaves_a_noselect_name(world):
+    client = world.client()
+    for name in ("parent", "parent.child"):
+        assert client.create(name)[0] == "OK"
+    assert client.append("parent", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.delete("parent") == ("OK", [b"DELETE completed"])
+    listed = client.list()[1]
+    assert b'(\\Noselect \\HasChildren) "." parent' in listed
+    assert b'(\\HasNoChildren) "." parent.child' in listed
+    status, data = client.select("parent")
+    assert status == "NO" and b"#private" not in data[0]
+    assert client.select("parent.child")[0] == "OK"
+    assert client.create("parent")[0] == "OK", "the name can be created again"
+    client.logout()
+
+
+def test_errors_name_mailboxes_as_the_client_does(world):
+    client = world.client()
+    status, data = client.create("#any.hello")
+    assert status == "NO" and b"#private" not in data[0] and b"@" not in data[0]
+    assert not any(b"hello" in line for line in client.list()[1])
+    status, data = client.select("missing")
+    assert status == "NO" and b"#private" not in data[0]
+    client.logout()
