@@ -265,15 +265,21 @@ class MailboxCommands(SessionBase):
         if args.more():
             raise ParseError("MULTIAPPEND is not supported: one message per APPEND")
         path = self.path(name)
+        # As James: the message is \\Recent for the next session to select the mailbox, or, when this
+        # session has it selected, for this session only.
+        selected = self.selected if self.selected is not None and self.selected.path == path else None
+        stored_flags = flags if selected is not None else Flags(flags.system | {SystemFlag.RECENT}, flags.user)
 
         def append() -> tuple[int, int, Any]:
             try:
                 mailbox = self.manager.get_mailbox(path)
             except MailboxNotFound:
                 raise No(f"mailbox {name} does not exist", "TRYCREATE") from None
-            result = self.manager.append(path, message.stream(), internal_date=when, flags=flags)
+            result = self.manager.append(path, message.stream(), internal_date=when, flags=stored_flags)
             return mailbox.uid_validity, result.id.uid, mailbox.id
 
         uid_validity, uid, mailbox_id = await self.blocking(append)
+        if selected is not None:
+            selected.recent.add(uid)
         self.server.watcher.changed(mailbox_id)
         return f"OK [APPENDUID {uid_validity} {uid}] APPEND completed"

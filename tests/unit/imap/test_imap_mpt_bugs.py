@@ -64,3 +64,28 @@ def test_errors_name_mailboxes_as_the_client_does(world):
     status, data = client.select("missing")
     assert status == "NO" and b"#private" not in data[0]
     client.logout()
+
+
+def test_appended_messages_are_recent_for_the_first_session_to_select(world):
+    client, other = world.client(), world.client()
+    assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.select("INBOX")[0] == "OK"
+    assert client.untagged_responses.get("RECENT") == [b"1"]
+    assert b"\\Recent" in client.fetch("1", "(FLAGS)")[1][0]
+    assert other.select("INBOX")[0] == "OK"
+    assert other.untagged_responses.get("RECENT") == [b"0"], "the first SELECT took the \\Recent flags"
+    other.logout()
+    client.logout()
+
+
+def test_a_message_appended_to_the_selected_mailbox_is_recent_for_this_session(world):
+    client = world.client()
+    assert client.select("INBOX")[0] == "OK"
+    assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.untagged_responses.get("RECENT")[-1] == b"1"
+    assert b"\\Recent" in client.fetch("1", "(FLAGS)")[1][0]
+    other = world.client()
+    assert other.select("INBOX")[0] == "OK"
+    assert other.untagged_responses.get("RECENT") == [b"0"]
+    other.logout()
+    client.logout()
