@@ -143,7 +143,8 @@ class MessageCommands(SessionBase):
                 selected.flags_updated(updates)
                 self.server.watcher.changed(selected.mailbox.id)
                 if not any(a.name == "FLAGS" for a in request.attributes):
-                    request = FetchRequest([*request.attributes, Attribute("FLAGS")], request.changed_since)
+                    # First, as James does: a client reading the reply in order learns of \\Seen before the body.
+                    request = FetchRequest([Attribute("FLAGS"), *request.attributes], request.changed_since)
         meta_only = all(a.need == "meta" for a in request.attributes)
         missing = False
         for uid in uids:

@@ -30,6 +30,31 @@ def _expected_code(rest: str) -> str | None:
     return rest[2:end] if end > 0 else None
 
 
+_FLAG_LIST = re.compile(r"FLAGS \(([^()]*)\)")
+# A flag list in James's pattern that is literal text: flags escaped (\\\\Seen) or keywords, nothing else.
+_LITERAL_FLAG_LIST = re.compile(r"FLAGS \\\(((?:\\\\\\?\w+|\$?\w+)(?: (?:\\\\\\?\w+|\$?\w+))*)?\\\)")
+
+
+def _by_name(flag: str) -> str:
+    return flag.lstrip("\\")
+
+
+def _sorted_flags(actual: str) -> str:
+    return _FLAG_LIST.sub(lambda m: "FLAGS (" + " ".join(sorted(m[1].split(), key=_by_name)) + ")", actual)
+
+
+@cache
+def _sorted_flags_pattern(pattern: str) -> re.Pattern[str] | None:
+    """``pattern`` with each literal flag list sorted as ``_sorted_flags`` sorts ours; None without any."""
+    if not _LITERAL_FLAG_LIST.search(pattern):
+        return None
+
+    def sort(found: re.Match[str]) -> str:
+        flags = sorted((found[1] or "").split(), key=_by_name)
+        return "FLAGS \\(" + " ".join(flags) + "\\)"
+    return re.compile(_LITERAL_FLAG_LIST.sub(sort, pattern))
+
+
 @cache
 def _unquoted(pattern: str) -> re.Pattern[str]:
     """``pattern`` with every double quote optional: a name may come as an atom or a quoted string."""
@@ -55,6 +80,7 @@ def _replacement(replacements: tuple[tuple[re.Pattern[str], str], ...], pattern:
 class Differences:
     status_text_is_cosmetic: bool
     quoting_is_cosmetic: bool
+    flag_order_is_cosmetic: bool
     absent_codes: frozenset[str]
     optional_lines: tuple[str, ...]     # James's patterns we need not send
     extra_lines: tuple[re.Pattern[str], ...]   # our lines James does not send
@@ -70,6 +96,10 @@ class Differences:
             return True
         if self.quoting_is_cosmetic and _unquoted(pattern).fullmatch(actual):
             return True
+        if self.flag_order_is_cosmetic and _FLAG_LIST.search(actual):
+            sorted_pattern = _sorted_flags_pattern(pattern)
+            if sorted_pattern is not None and sorted_pattern.fullmatch(_sorted_flags(actual)):
+                return True
         return self.status_text_is_cosmetic and self._same_status(pattern, actual)
 
     def _same_status(self, pattern: str, actual: str) -> bool:
@@ -99,6 +129,7 @@ def load(path: Path = DIFFERENCES_FILE) -> Differences:
     return Differences(
         status_text_is_cosmetic=bool(data["status_text"]["cosmetic"]),
         quoting_is_cosmetic=bool(data["astring_quoting"]["cosmetic"]),
+        flag_order_is_cosmetic=bool(data["flag_order"]["cosmetic"]),
         absent_codes=frozenset(entry["code"] for entry in data.get("absent_codes", [])),
         optional_lines=tuple(entry["james"] for entry in data.get("optional_lines", [])),
         extra_lines=tuple(re.compile(entry["ours"]) for entry in data.get("extra_lines", [])),
