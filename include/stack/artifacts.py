@@ -17,6 +17,7 @@ from .settings import StackSettings
 
 POM_DIR = Path(__file__).resolve().parent / "artifacts"
 ARTIFACT_SETS = ("cassandra", "opensearch", "s3proxy", "spark")
+# Not in the stack: "mpt", James's IMAP protocol scripts, fetched by the conformance tests on first use.
 
 
 class FetchError(RuntimeError):

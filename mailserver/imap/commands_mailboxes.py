@@ -43,7 +43,7 @@ def parse_flags(tokens: list[Any]) -> Flags:
 
 def hierarchy_levels(names: set[str]) -> set[str]:
     """Every ancestor of ``names`` (``a.b.c`` -> ``a``, ``a.b``)."""
-    levels = set()
+    levels: set[str] = set()
     for name in names:
         parts = name.split(DELIMITER)
         levels.update(DELIMITER.join(parts[:i]) for i in range(1, len(parts)))

@@ -59,7 +59,8 @@ def imaplib_session(client: imaplib.IMAP4, manager: MailboxManager, user: str,
     assert fetched[0][1] == b"Noon?\r\n" and b"\\Seen" in fetched[0][0] + fetched[-1]
     assert manager.counters(inbox).unseen == 1
     ok(client.store("1", "+FLAGS", "(\\Answered $Work)"))
-    assert ok(client.fetch("1", "(FLAGS)")) == [b"1 (FLAGS (\\Answered \\Flagged $Work))"]
+    # Appended before this session selected INBOX: \\Recent for this session (RFC 3501 2.3.2, as James).
+    assert ok(client.fetch("1", "(FLAGS)")) == [b"1 (FLAGS (\\Answered \\Flagged \\Recent $Work))"]
     moved = client._simple_command("UID", "MOVE", "2", "Archive")
     assert moved[0] == "OK", moved
     assert client.untagged_responses.pop("EXPUNGE", None) == [b"2"]
@@ -96,7 +97,7 @@ def imapclient_session(host: str, port: int, user: str, password: str, manager: 
         assert [messages[uid][b"BODY[]"] for uid in sorted(messages)] == [REPORT, NOTE]
         assert client.search(["UNSEEN"]) == [2]
         client.add_flags([2], [b"\\Flagged"])
-        assert client.get_flags([2])[2] == (b"\\Flagged",)
+        assert client.get_flags([2])[2] == (b"\\Flagged", b"\\Recent")   # appended before the SELECT
         client.move([1], "Work.Projects")
         assert client.search(["ALL"]) == [2]
         assert manager.counters(MailboxPath.of(owner, "Work.Projects")).count == 1
