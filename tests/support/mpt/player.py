@@ -23,12 +23,18 @@ class _Connection:
     def __init__(self, host: str, port: int, timeout: float) -> None:
         self.address = (host, port)
         self.timeout = timeout
-        self._sock = socket.create_connection(self.address, timeout=timeout)
+        self._sock = self._connect()
         self._buffer = b""
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(self.address, timeout=self.timeout)
+        # Scripts send a message line by line: without this, Nagle and delayed ACKs stall each line.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def restart(self) -> None:
         self.close()
-        self._sock = socket.create_connection(self.address, timeout=self.timeout)
+        self._sock = self._connect()
         self._buffer = b""
 
     def write_line(self, line: str) -> None:
