@@ -36,12 +36,19 @@ class MessageCommands(SessionBase):
         assert self.selected is not None
         return self.selected
 
-    def _targets(self, command: Command, args: Args) -> list[int]:
-        """The uids a command's sequence set names (by uid for UID commands)."""
+    async def _targets(self, command: Command, args: Args) -> list[int]:
+        """The uids a command's sequence set names (by uid for UID commands).
+
+        A number beyond the messages this session knows may name one another session just added:
+        as James, learn of the additions first (their EXISTS goes out before the reply; no EXPUNGE,
+        which RFC 3501 7.4.1 forbids here), then resolve the set."""
         selected = self._sel()
         seqset = SequenceSet.parse(args.atom("sequence set"))
         if command.name.startswith("UID "):
             return seqset.uids(selected.uids)
+        if not seqset.fits(selected.exists):
+            await self._refresh(expunges=False)
+            selected = self._sel()
         return [selected.uid_at(seq) for seq in seqset.sequence_numbers(selected.exists)]
 
     def _writable(self) -> None:
@@ -76,7 +83,7 @@ class MessageCommands(SessionBase):
         return await self._expunge(None)
 
     async def cmd_uid_expunge(self, command: Command, args: Args) -> str:
-        uids = self._targets(command, args)
+        uids = await self._targets(command, args)
         args.end()
         return await self._expunge(uids)
 
@@ -125,7 +132,7 @@ class MessageCommands(SessionBase):
 
     # -- FETCH ----------------------------------------------------------------------------------------
     async def cmd_fetch(self, command: Command, args: Args) -> str:
-        uids = self._targets(command, args)
+        uids = await self._targets(command, args)
         request = parse_request(args.rest())
         selected = self._sel()
         if command.name == "UID FETCH":
@@ -210,7 +217,7 @@ class MessageCommands(SessionBase):
 
     # -- STORE --------------------------------------------------------------------------------------------
     async def cmd_store(self, command: Command, args: Args) -> str:
-        uids = self._targets(command, args)
+        uids = await self._targets(command, args)
         unchanged_since = None
         modifiers = args.optional_list()
         if modifiers is not None:
@@ -257,7 +264,7 @@ class MessageCommands(SessionBase):
         return await self._copy(command, args, move=True)
 
     async def _copy(self, command: Command, args: Args, *, move: bool) -> str:
-        uids = self._targets(command, args)
+        uids = await self._targets(command, args)
         name = self._name(args)
         args.end()
         if move:

@@ -75,6 +75,14 @@ class SequenceSet:
             wanted.update(range(low, high + 1))
         return sorted(wanted)
 
+    def fits(self, count: int) -> bool:
+        """True when every sequence number it names is within 1..count."""
+        try:
+            self.sequence_numbers(count)
+        except ParseError:
+            return False
+        return True
+
     def uids(self, uids: Sequence[int]) -> list[int]:
         """The uids among ``uids`` (ascending) that it names."""
         if not uids:

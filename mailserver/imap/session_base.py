@@ -61,6 +61,10 @@ class SessionBase:
         """Run a blocking call in the server's pool."""
         raise NotImplementedError
 
+    async def _refresh(self, *, expunges: bool, uid: bool = True) -> None:
+        """Send the untagged updates of the selected mailbox."""
+        raise NotImplementedError
+
     def path(self, name: str) -> MailboxPath:
         """The user's mailbox of that name (``No`` when the name is invalid)."""
         raise NotImplementedError

@@ -89,3 +89,15 @@ def test_a_message_appended_to_the_selected_mailbox_is_recent_for_this_session(w
     assert other.untagged_responses.get("RECENT") == [b"0"]
     other.logout()
     client.logout()
+
+
+def test_store_right_after_another_session_appended_names_the_new_message(world):
+    client, other = world.client(), world.client()
+    assert client.select("INBOX") == ("OK", [b"0"])
+    assert other.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    status, _ = client.store("1", "+FLAGS.SILENT", "(\\Flagged)")   # no NOOP in between
+    assert status == "OK"
+    assert client.untagged_responses.get("EXISTS")[-1] == b"1", "the new message is announced before the reply"
+    assert client.fetch("1", "(FLAGS)")[1][0].count(b"\\Flagged") == 1
+    other.logout()
+    client.logout()
