@@ -6,15 +6,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from mailserver.users.passwords import HashedPassword, PasswordHasher
+from mailserver.model.passwords import HashedPassword, PasswordHasher
 
 
 class CheapHasher(PasswordHasher):
-    def hash(self, password: str) -> HashedPassword:
+    def hash(self, password: str, *, username: str = "") -> HashedPassword:
         return HashedPassword("test-sha256", hashlib.sha256(password.encode("utf-8")).hexdigest())
 
     def verify(self, password: str, stored: HashedPassword, *, username: str = "") -> bool:
-        return hmac.compare_digest(self.hash(password).value, stored.value)
+        return hmac.compare_digest(self.hash(password, username=username).value, stored.value)
 
     def needs_rehash(self, stored: HashedPassword) -> bool:
         return False
