@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import uvicorn
 
 from mailserver.jmap.account import MailServices
@@ -11,39 +9,20 @@ from mailserver.jmap.app import JmapContext, create_app
 from mailserver.jmap.authentication import Authenticator
 from mailserver.jmap.config import JmapConfig
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.serving.uvicorn_thread import UvicornThread
 from mailserver.users.api import UsersRepository
 
 MAX_HEADER_BYTES = 16 * 1024
 
 
-class JmapServer:
+class JmapServer(UvicornThread):
     def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices,
                  throttle: AuthThrottle | None = None) -> None:
         app = create_app(JmapContext(Authenticator(config.auth, users), services, config.limits, config.base_url,
                                      throttle or AuthThrottle.off()))
         # h11 bounds an incomplete request head, as WebAdmin's server does; HTTPS with a certificate.
-        self.server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, http="h11",
-                                                    h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-                                                    log_config=None, access_log=False,
-                                                    ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key))
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self.server.config.port)
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.server.run, name="jmap", daemon=True)
-        self._thread.start()
-        while not self.server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("JMAP failed to start (see the log above)")
-            self._thread.join(0.05)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self.server.should_exit
+        super().__init__(uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, http="h11",
+                                                       h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+                                                       log_config=None, access_log=False,
+                                                       ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key)),
+                         "jmap")

@@ -28,6 +28,7 @@ from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.server_thread import AsyncServerThread
+from mailserver.serving.uvicorn_thread import UvicornThread
 from mailserver.smtp import SmtpServer, SmtpServerThread
 from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskServices
@@ -93,6 +94,21 @@ class ServerRole(Role):
         return server_alive(self.thread)
 
 
+class HttpRole(Role):
+    """An HTTP server (WebAdmin, JMAP): uvicorn on a thread of its own."""
+
+    http: UvicornThread
+
+    def start(self) -> None:
+        self.http.start()
+
+    def stop(self) -> None:
+        self.http.stop()
+
+    def alive(self) -> bool:
+        return self.http.alive()
+
+
 class SmtpRole(ServerRole):
     name = "smtp"
 
@@ -123,7 +139,7 @@ class ImapRole(ServerRole):
         self.thread = ImapServerThread(server, event_loop=settings.event_loop)
 
 
-class JmapRole(Role):
+class JmapRole(HttpRole):
     """JMAP (RFC 8620, RFC 8621) on the mailbox manager, over HTTP on a thread of its own."""
 
     name = "jmap"
@@ -134,7 +150,7 @@ class JmapRole(Role):
             log.warning("JMAP listens on %s without TLS: make sure a TLS proxy is in front of it", config.host)
         from mailserver.jmap.server import JmapServer  # uvicorn and FastAPI only where JMAP runs
 
-        self.server = JmapServer(config, users, services, throttle)
+        self.http = JmapServer(config, users, services, throttle)
 
     @classmethod
     def on(cls, backends: Backends, env: Any) -> JmapRole:
@@ -144,16 +160,7 @@ class JmapRole(Role):
 
     @property
     def port(self) -> int:
-        return self.server.port
-
-    def start(self) -> None:
-        self.server.start()
-
-    def stop(self) -> None:
-        self.server.stop()
-
-    def alive(self) -> bool:
-        return self.server.alive()
+        return self.http.port
 
 
 class SpoolerRole(Role):
@@ -253,7 +260,7 @@ class TasksRole(Role):
         return task_worker_alive(self.worker)
 
 
-class WebAdminRole(Role):
+class WebAdminRole(HttpRole):
     name = "webadmin"
 
     def __init__(self, backends: Backends, env: Any, tasks: TaskServices,
@@ -284,24 +291,8 @@ class WebAdminRole(Role):
                                   max_header_bytes=config.max_header_bytes, max_headers=config.max_headers,
                                   docs=config.docs)
         app = create_app(context)
-        self.server = uvicorn.Server(uvicorn_config(app, config, log_config=None, access_log=False))
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.server.run, name="webadmin", daemon=True)
-        self._thread.start()
-        while not self.server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("WebAdmin failed to start (see the log above)")
-            self._thread.join(0.05)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self.server.should_exit
+        self.http = UvicornThread(uvicorn.Server(uvicorn_config(app, config, log_config=None, access_log=False)),
+                                  "webadmin")
 
 
 def webadmin_checks(backends: Backends, lifecycle: ApplicationLifecycle | None) -> list[HealthCheck]:

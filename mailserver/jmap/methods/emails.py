@@ -17,7 +17,7 @@ from mailserver.jmap.methods.arguments import boolean, check_get_size, only, opt
 from mailserver.jmap.methods.email_body import PART_PROPERTIES, Part, body_value, structure
 from mailserver.jmap.methods.email_headers import HEADER_PROPERTIES, as_utc, header_properties, parse_header, utc_date
 from mailserver.jmap.methods.keywords import keywords_of
-from mailserver.jmap.methods.query_window import window
+from mailserver.jmap.methods.query_window import simple_filter, window
 from mailserver.jmap.methods.states import email_state
 from mailserver.jmap.methods.user_messages import UserEmail, UserMessages
 from mailserver.mailbox.content import preview
@@ -128,12 +128,7 @@ def query(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
 
 
 def _filter(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise invalid_arguments("filter must be an object")
-    if "operator" in value or set(value) - FILTERS:
-        raise MethodError("unsupportedFilter", f"supported conditions: {', '.join(sorted(FILTERS))}")
+    value = simple_filter(value, FILTERS)
     if "inMailbox" in value and not isinstance(value["inMailbox"], str):
         raise invalid_arguments("inMailbox must be a mailbox id")
     other = value.get("inMailboxOtherThan", [])

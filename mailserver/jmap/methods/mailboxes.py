@@ -9,7 +9,7 @@ from mailserver.jmap.account import CallContext
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods.arguments import check_get_size, only, optional_ids, properties
 from mailserver.jmap.methods.mailbox_roles import role_of, sort_order_of
-from mailserver.jmap.methods.query_window import window
+from mailserver.jmap.methods.query_window import simple_filter, window
 from mailserver.jmap.methods.states import mailbox_state
 from mailserver.model.mailbox import DELIMITER, Mailbox
 
@@ -83,13 +83,7 @@ def query(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
 
 
 def _filter(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise invalid_arguments("filter must be an object")
-    if "operator" in value or set(value) - FILTERS:
-        raise MethodError("unsupportedFilter", f"supported conditions: {', '.join(sorted(FILTERS))}")
-    return value
+    return simple_filter(value, FILTERS)
 
 
 def _matches(row: dict[str, Any], key: str, value: Any) -> bool:

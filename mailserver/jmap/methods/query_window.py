@@ -1,7 +1,9 @@
-"""The ``/query`` window (RFC 8620 5.5): position (negative counts from the end) and limit."""
+"""What every ``/query`` shares (RFC 8620 5.5): the window (position, negative from the end, and limit)
+and the simple filter."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mailserver.jmap.errors import MethodError, invalid_arguments
@@ -28,3 +30,16 @@ def window(ids: list[str], arguments: dict[str, Any], query_state: str, account_
     if limit is not None:
         answer["limit"] = limit
     return answer
+
+
+def simple_filter(value: Any, supported: Iterable[str]) -> dict[str, Any]:
+    """A ``/query`` filter that is one FilterCondition of ``supported`` properties (no operators):
+    anything else is ``unsupportedFilter`` (RFC 8620 5.5)."""
+    supported = set(supported)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid_arguments("filter must be an object")
+    if "operator" in value or set(value) - supported:
+        raise MethodError("unsupportedFilter", f"supported conditions: {', '.join(sorted(supported))}")
+    return value

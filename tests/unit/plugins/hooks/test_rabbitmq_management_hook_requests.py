@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from urllib.parse import quote
 
 import pika
@@ -18,6 +17,7 @@ from mailplatform.hooks.rabbitmq_management import (
 from include.connections import airflow_connections
 from include.stack.endpoints import Endpoints
 from include.stack.settings import StackSettings
+from tests.support.no_io import connections_while_building
 from tests.unit.plugins.rabbitmq_management_server import Broker, connection, serving
 
 
@@ -30,15 +30,8 @@ def broker(monkeypatch):
 
 
 def test_init_does_no_io(monkeypatch):
-    attempts: list[tuple] = []
-
-    def refuse(*args, **_kwargs):
-        attempts.append(args)   # kept even if __init__ swallowed the error below
-        raise AssertionError("the hook opened a connection in __init__")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(RabbitMQManagementHook, "get_connection", refuse)
-    hook = RabbitMQManagementHook("no_such_connection")
+    attempts, hook = connections_while_building(monkeypatch, RabbitMQManagementHook,
+                                                lambda: RabbitMQManagementHook("no_such_connection"))
     assert attempts == []
     assert hook.rabbitmq_conn_id == "no_such_connection"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import uuid
@@ -17,21 +16,14 @@ from mailplatform.hooks.webadmin import WebAdminApiError, WebAdminHook, describe
 from mailserver.observability.health import FunctionCheck, Status
 from mailserver.webadmin.auth import AuthConfig
 from tests.contract.task_manager_contract import CountingTask
+from tests.support.no_io import connections_while_building
 from tests.unit.plugins.webadmin_server import CASSANDRA, OPENSEARCH
 from tests.unit.webadmin.task_support import COUNTING, task_context
 from tests.unit.webadmin.webadmin_support import make_context
 
 
 def test_init_does_no_io(monkeypatch):
-    attempts: list[tuple] = []
-
-    def refuse(*args, **_kwargs):
-        attempts.append(args)   # kept even if __init__ swallowed the error below
-        raise AssertionError("the hook opened a connection in __init__")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(WebAdminHook, "get_connection", refuse)
-    hook = WebAdminHook("no_such_connection")
+    attempts, hook = connections_while_building(monkeypatch, WebAdminHook, lambda: WebAdminHook("no_such_connection"))
     assert attempts == []
     assert hook.webadmin_conn_id == "no_such_connection"
 
