@@ -49,13 +49,13 @@ def test_a_default_bucket_not_created_yet_is_healthy(stack):
 
 def test_refused_credentials_are_unhealthy_with_the_cause(stack):
     config = _config(stack, secret_key="not-the-secret")
-    result = _status(ObjectStorageHealthCheck(make_client(config), config.default_bucket))
+    result = _status(ObjectStorageHealthCheck(make_client(config), config.s3_bucket(config.default_bucket_name)))
     assert result.status is Status.UNHEALTHY
     assert "403" in result.cause or "Forbidden" in result.cause or "SignatureDoesNotMatch" in result.cause
 
 
 def test_an_unreachable_store_is_unhealthy(stack):
     config = _config(stack, endpoint_url=f"http://127.0.0.1:{unused_port()}")   # nothing listens there
-    result = _status(ObjectStorageHealthCheck(make_client(config), config.default_bucket))
+    result = _status(ObjectStorageHealthCheck(make_client(config), config.s3_bucket(config.default_bucket_name)))
     assert result.status is Status.UNHEALTHY
     assert "Could not connect" in result.cause

@@ -41,7 +41,7 @@ def backend_checks(stack, session, *, opensearch_url: str | None = None) -> list
     return [checks.CassandraHealthCheck(session),
             checks.OpenSearchHealthCheck(opensearch_url or stack.opensearch_url),
             checks.RabbitMQHealthCheck(stack.amqp_url),
-            checks.ObjectStorageHealthCheck(make_client(s3), s3.default_bucket)]
+            checks.ObjectStorageHealthCheck(make_client(s3), s3.s3_bucket(s3.default_bucket_name))]
 
 
 def cassandra_context(session, stack, **kwargs) -> WebAdminContext:
