@@ -11,6 +11,8 @@ from mailserver.jmap.methods.arguments import check_get_size, only, optional_ids
 from mailserver.jmap.methods.mailbox_roles import role_of, sort_order_of
 from mailserver.jmap.methods.query_window import simple_filter, window
 from mailserver.jmap.methods.states import mailbox_state
+from mailserver.mailbox.manager import MailboxState
+from mailserver.model.ids import MailboxId
 from mailserver.model.mailbox import DELIMITER, Mailbox
 
 PROPERTIES = ("id", "name", "parentId", "role", "sortOrder", "totalEmails", "unreadEmails", "totalThreads",
@@ -31,6 +33,17 @@ class MailboxView:
         self.by_path = {m.path.name: m for m in self.mailboxes}
         subscriptions = context.services.subscriptions
         self.subscribed = set(subscriptions.subscriptions(context.user)) if subscriptions is not None else set()
+        self._states: dict[MailboxId, MailboxState] = {}
+
+    def state(self, mailbox: Mailbox) -> MailboxState:
+        """Its counts, read once per call (the properties and the call's state both need them)."""
+        if mailbox.id not in self._states:
+            self._states[mailbox.id] = self.context.services.manager.mailbox_state(mailbox.path)
+        return self._states[mailbox.id]
+
+    @property
+    def fingerprint(self) -> str:
+        return mailbox_state(self.mailboxes, self.state)
 
     def parent_id(self, mailbox: Mailbox) -> str | None:
         name = mailbox.path.name
@@ -40,7 +53,7 @@ class MailboxView:
     def properties(self, mailbox: Mailbox, wanted: list[str]) -> dict[str, Any]:
         values: dict[str, Any] = {"id": str(mailbox.id)}
         if {"totalEmails", "unreadEmails", "totalThreads", "unreadThreads"} & set(wanted):
-            state = self.context.services.manager.mailbox_state(mailbox.path)
+            state = self.state(mailbox)
             # A thread per message: threads are not grouped yet (docs/compatibility.md).
             values.update(totalEmails=state.count, unreadEmails=state.unseen, totalThreads=state.count,
                           unreadThreads=state.unseen)
@@ -62,7 +75,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     by_id = {str(m.id): m for m in view.mailboxes}
     asked = list(by_id) if ids is None else list(dict.fromkeys(ids))
     found = [view.properties(by_id[i], wanted) for i in asked if i in by_id]
-    return {"accountId": account, "state": mailbox_state(context.services.manager, view.mailboxes),
+    return {"accountId": account, "state": view.fingerprint,
             "list": found, "notFound": [i for i in asked if i not in by_id]}
 
 
@@ -78,7 +91,7 @@ def query(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     rows = [row for row in rows if all(_matches(row, key, value) for key, value in conditions.items())]
     for prop, ascending in reversed(sort):   # stable sorts, last comparator first
         rows.sort(key=_sort_key(prop), reverse=not ascending)
-    return window([row["id"] for row in rows], arguments, mailbox_state(context.services.manager, view.mailboxes),
+    return window([row["id"] for row in rows], arguments, view.fingerprint,
                   account)
 
 

@@ -4,29 +4,25 @@ the data they cover changes. They are fingerprints, not change logs: ``/changes`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable
 
-from mailserver.mailbox.manager import MailboxManager
+from mailserver.mailbox.manager import MailboxManager, MailboxState
 from mailserver.model.mailbox import Mailbox
 
-
-def _digest(parts: Iterable[str]) -> str:
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+StateOf = Callable[[Mailbox], MailboxState]
 
 
-def mailbox_state(manager: MailboxManager, mailboxes: list[Mailbox]) -> str:
+def _fingerprint(mailboxes: list[Mailbox], state_of: StateOf, row: Callable[[Mailbox, MailboxState], str]) -> str:
+    rows = [row(m, state_of(m)) for m in sorted(mailboxes, key=lambda m: str(m.id))]
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
+def mailbox_state(mailboxes: list[Mailbox], state_of: StateOf) -> str:
     """Changes with any mailbox created, renamed or deleted, and with its counts."""
-    rows = []
-    for m in sorted(mailboxes, key=lambda m: str(m.id)):
-        state = manager.mailbox_state(m.path)
-        rows.append(f"{m.id} {m.path.name} {state.count} {state.unseen}")
-    return _digest(rows)
+    return _fingerprint(mailboxes, state_of, lambda m, s: f"{m.id} {m.path.name} {s.count} {s.unseen}")
 
 
 def email_state(manager: MailboxManager, mailboxes: list[Mailbox]) -> str:
     """Changes with any append, flag change or expunge: each mailbox's highest modseq and next uid."""
-    rows = []
-    for m in sorted(mailboxes, key=lambda m: str(m.id)):
-        state = manager.mailbox_state(m.path)
-        rows.append(f"{m.id} {state.highest_modseq} {state.uid_next}")
-    return _digest(rows)
+    return _fingerprint(mailboxes, lambda m: manager.mailbox_state(m.path),
+                        lambda m, s: f"{m.id} {s.highest_modseq} {s.uid_next}")
