@@ -212,7 +212,8 @@ def raw_bulk_delete(client: Any, keys: dict[str, list[str]], in_flight: int) -> 
     return sum(len(k) for k in keys.values()), time.perf_counter() - started
 
 
-def job_arguments(settings: Any, prefix: str, concurrency: int) -> list[str]:
+def job_arguments(prefix: str, concurrency: int) -> list[str]:
+    """The purge's own arguments, the same for the interrupted attempt and the measured run."""
     return ["--beginning-of-retention", BEGINNING, "--bucket-prefix", prefix, "--concurrency", str(concurrency)]
 
 
@@ -230,7 +231,7 @@ def interrupted_attempt(session: CassandraSession, settings: Any, prefix: str, s
     session.session.execute(CHECKPOINTS_DDL, timeout=60)   # the job creates it too; the poll needs it now
     args = ["--cassandra-hosts", settings.cassandra_hosts, "--cassandra-port", str(settings.cassandra_port),
             "--keyspace", settings.keyspace, "--s3-endpoint", settings.s3_endpoint, "--run-key", run_key,
-            "--slices", str(slices), *job_arguments(settings, prefix, concurrency)]
+            "--slices", str(slices), *job_arguments(prefix, concurrency)]
     attempt = spark_submit("purge_deleted_messages_vault", args, dict(os.environ), wait=False)
     assert isinstance(attempt, subprocess.Popen)
     try:
@@ -263,7 +264,7 @@ def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int,
     procedure = PurgeDeletedMessagesVault()
     parser = argparse.ArgumentParser()
     procedure.add_arguments(parser)
-    running = procedure.configure(parser.parse_args(job_arguments(settings, prefix, concurrency)))
+    running = procedure.configure(parser.parse_args(job_arguments(prefix, concurrency)))
     options = RunOptions(run_key, False, None, slices, "bench", None, None, None, 10)
     started = time.perf_counter()
     report = MonthPurgeRunner(procedure).run(spark, settings, endpoint, options, running)
