@@ -31,6 +31,7 @@ from urllib.parse import quote
 import httpx
 
 from include.stack.manager import StackManager
+from include.stack.services.airflow import DAG_FILE_REPARSE_SECONDS
 from include.stack.services.postgres import Postgres
 from include.stack.settings import StackSettings
 from tests.support.ports import unused_port
@@ -294,6 +295,9 @@ class PrivateAirflow:
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": secrets["worker_log_port"],
             "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": secrets["trigger_log_port"],
             "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
+            # As the stack's: its tests change settings by restarting the dag-processor, which parses
+            # everything at start, never by waiting for a re-parse.
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(DAG_FILE_REPARSE_SECONDS),
             # A DAG file imports in a second or two, but a task re-imports its file at start-up and a
             # loaded test machine (two cores shared by several suites) has taken over the default 30 s.
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "240",

@@ -24,6 +24,8 @@ from .mailserver import MailServer
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 POOLS_FILE = REPO_ROOT / "include" / "airflow" / "pools.json"
+# Unchanged DAG files are parsed again after this long (changed ones at once: see env()).
+DAG_FILE_REPARSE_SECONDS = 600
 
 
 class Airflow(Service):
@@ -91,6 +93,10 @@ class Airflow(Service):
             "AIRFLOW__API_AUTH__JWT_SECRET": sec["jwt_secret"],
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.home / "logs" / "tasks"),
             "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
+            # The DAG files change only when the platform is deployed, and a changed file is parsed as
+            # soon as the folder listing sees its new mtime (file_parsing_sort_mode=modified_time).
+            # Airflow's 30 s default re-imports every file twice a minute: a fifth of a core, idle.
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(DAG_FILE_REPARSE_SECONDS),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
             "PATH": os.pathsep.join([venv_bin, env.get("PATH", "")]),
             "JAVA_HOME": s.java_home,
