@@ -23,8 +23,9 @@ from tests.support.mail_projections import (
     stored_quota,
     usage_by_cql,
 )
-from tests.support.maintenance import report_of, spark_submit
+from tests.support.maintenance import report_of
 from tests.support.mime_samples import sample
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -70,7 +71,7 @@ def test_user_scope_repairs_that_root_only(stack, spark_env, maintenance_keyspac
     first, other = break_quotas(ctx, session, users)[:2]
     other_before = stored_quota(session, other)
 
-    scoped = spark_submit(JOB, job_args(session, stack, "--user", str(first).upper(), "--rate", "5"), spark_env)
+    scoped = run_job(JOB, job_args(session, stack, "--user", str(first).upper(), "--rate", "5"), spark_env)
     assert scoped.returncode == 0, scoped.stdout[-4000:] + scoped.stderr[-2000:]
     report = report_of(scoped.stdout)
     assert report["detected"] == {"outdatedCurrentQuota": 1} and report["processedQuotaRoots"] == 1
@@ -81,7 +82,7 @@ def test_user_scope_repairs_that_root_only(stack, spark_env, maintenance_keyspac
 
 @pytest.mark.parametrize("component", ["SIEVE", "JMAP_UPLOADS"])
 def test_components_without_data_are_refused_before_anything_runs(stack, spark_env, maintenance_keyspace, component):
-    done = spark_submit(JOB, job_args(maintenance_keyspace, stack, "--quota-component", component), spark_env)
+    done = run_job(JOB, job_args(maintenance_keyspace, stack, "--quota-component", component), spark_env)
     assert done.returncode == 2
     output = done.stdout + done.stderr   # spark-submit merges the Python driver's stderr into its stdout
     assert f"--quota-component {component}: this server stores no" in output

@@ -30,6 +30,7 @@ from tests.support.event_bus_maintenance import (
 from tests.support.events import eventually
 from tests.support.mailserver_process import IsolatedVhost
 from tests.support.maintenance import kill_when, report_of, spark_submit
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -57,7 +58,7 @@ def job_args(stack, session, amqp_url: str, *extra: str) -> list[str]:
 
 
 def run(stack, session, amqp_url, env, *extra) -> dict:
-    result = spark_submit(JOB, job_args(stack, session, amqp_url, *extra), env)
+    result = run_job(JOB, job_args(stack, session, amqp_url, *extra), env)
     assert result.returncode == 0, result.stderr[-4000:]
     return report_of(result.stdout)
 
@@ -119,7 +120,7 @@ def test_dry_run_then_one_group_then_one_event_and_an_unbound_group_fails_with_i
         seeded.by_group[INDEX][one]]
 
     declare_exchange_only(bus.amqp_url, unbound)
-    result = spark_submit(JOB, job_args(stack, session, bus.amqp_url, "--scope", "group", "--group", unbound,
+    result = run_job(JOB, job_args(stack, session, bus.amqp_url, "--scope", "group", "--group", unbound,
                                         "--slices", "1"), spark_env)
     assert result.returncode == 1, result.stderr[-3000:]      # PARTIAL: failed items
     report = report_of(result.stdout)
@@ -154,7 +155,7 @@ def test_a_killed_redelivery_resumes_and_finishes_the_rest(stack, spark_env, mai
                                   (TYPE, run_key))
     checkpointed = sum(v for r in checkpoints for k, v in (r["counters"] or {}).items() if k.startswith("redelivered|"))
 
-    resumed = spark_submit(JOB, args, spark_env)
+    resumed = run_job(JOB, args, spark_env)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     report = report_of(resumed.stdout)
     assert report["outcome"] == "COMPLETED"

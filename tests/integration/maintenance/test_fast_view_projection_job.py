@@ -23,8 +23,9 @@ from tests.support.mail_projections import (
     seed_users,
     user_message_ids,
 )
-from tests.support.maintenance import report_of, spark_submit, table_checksum
+from tests.support.maintenance import report_of, table_checksum
 from tests.support.mime_samples import big, sample
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -76,14 +77,14 @@ def test_dry_run_then_repair_then_nothing_left_then_rebuild_all(stack, spark_env
     assert len(lost) == 9
     before = table_checksum(session, FAST_VIEW)
 
-    dry = spark_submit(JOB, job_args(session, stack, s3_blobs, "--dry-run"), spark_env)
+    dry = run_job(JOB, job_args(session, stack, s3_blobs, "--dry-run"), spark_env)
     assert dry.returncode == 0, dry.stdout[-4000:] + dry.stderr[-2000:]
     dry_report = report_of(dry.stdout)
     assert dry_report["detected"] == {"missingFastViewProjection": 9}
     assert {i["messageid"] for i in dry_report["detectedItems"]} == {str(m) for m in lost}
     assert table_checksum(session, FAST_VIEW) == before
 
-    fixed = spark_submit(JOB, job_args(session, stack, s3_blobs, "--rate", "50"), spark_env)
+    fixed = run_job(JOB, job_args(session, stack, s3_blobs, "--rate", "50"), spark_env)
     assert fixed.returncode == 0, fixed.stdout[-4000:] + fixed.stderr[-2000:]
     report = report_of(fixed.stdout)
     assert report["type"] == "RecomputeAllFastViewProjectionItemsTask" and report["outcome"] == "COMPLETED"
@@ -96,7 +97,7 @@ def test_dry_run_then_repair_then_nothing_left_then_rebuild_all(stack, spark_env
     rows_equal_server_computation(session, s3_blobs, lost)
     assert {fast_view_rows(session)[m][1] for m in lost} == {True, False}
 
-    again = spark_submit(JOB, job_args(session, stack, s3_blobs), spark_env)
+    again = run_job(JOB, job_args(session, stack, s3_blobs), spark_env)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
     assert report_of(again.stdout)["detected"] == {}
 
@@ -104,7 +105,7 @@ def test_dry_run_then_repair_then_nothing_left_then_rebuild_all(stack, spark_env
     stale = next(iter(lost))
     session.execute("UPDATE message_fast_view_projection SET preview = 'stale', hasAttachment = true "
                     "WHERE messageId = ?", (stale,))
-    rebuilt = spark_submit(JOB, job_args(session, stack, s3_blobs, "--mode", "rebuild-all"), spark_env)
+    rebuilt = run_job(JOB, job_args(session, stack, s3_blobs, "--mode", "rebuild-all"), spark_env)
     assert rebuilt.returncode == 0, rebuilt.stdout[-4000:] + rebuilt.stderr[-2000:]
     report = report_of(rebuilt.stdout)
     assert report["detected"] == {"existingFastViewProjection": len(every)}
@@ -117,7 +118,7 @@ def test_user_variant_computes_that_users_messages_only(stack, spark_env, mainte
     seeded, lost = broken
     user = seeded.users[1]
     mine = user_message_ids(session, user)
-    done = spark_submit(JOB, job_args(session, stack, s3_blobs, "--user", str(user)), spark_env)
+    done = run_job(JOB, job_args(session, stack, s3_blobs, "--user", str(user)), spark_env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     report = report_of(done.stdout)
     assert report["type"] == "RecomputeUserFastViewProjectionItemsTask" and report["username"] == str(user)

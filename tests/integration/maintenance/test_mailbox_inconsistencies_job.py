@@ -21,7 +21,8 @@ from tests.support.mailbox_inconsistencies import (
     mailbox_tables,
     seed_mailboxes,
 )
-from tests.support.maintenance import fail_once, report_of, spark_submit, table_checksum
+from tests.support.maintenance import fail_once, report_of, table_checksum
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark,
               pytest.mark.timeout(2400)]  # several Spark runs per test on a shared 2-core host
@@ -48,7 +49,7 @@ def test_dry_run_writes_nothing_then_repair_fixes_exactly_what_was_broken(stack,
     rows, paths = mailbox_tables(session)
     before = table_checksum(session, *TABLES)
 
-    dry = spark_submit(JOB, job_args(session, stack, "--dry-run"), spark_env)
+    dry = run_job(JOB, job_args(session, stack, "--dry-run"), spark_env)
     assert dry.returncode == 0, output(dry)
     report = report_of(dry.stdout)
     assert report["detected"] == {"orphanMailboxPathDAOEntry": 3, "orphanMailboxDAOEntry": 4, "sameIdConflict": 7}
@@ -56,7 +57,7 @@ def test_dry_run_writes_nothing_then_repair_fixes_exactly_what_was_broken(stack,
     assert report["conflictingEntries"] == [] and report["outcome"] == "DRY_RUN"
     assert table_checksum(session, *TABLES) == before
 
-    fixed = spark_submit(JOB, job_args(session, stack, "--slices", "4", "--triggered-by", "pytest"), spark_env)
+    fixed = run_job(JOB, job_args(session, stack, "--slices", "4", "--triggered-by", "pytest"), spark_env)
     assert fixed.returncode == 0, output(fixed)
     report = report_of(fixed.stdout)
     assert report["processedMailboxEntries"] == len(rows)
@@ -70,7 +71,7 @@ def test_dry_run_writes_nothing_then_repair_fixes_exactly_what_was_broken(stack,
     # the losing entries are gone: one per seeded mailbox, plus the 3 whose rows were re-created
     assert len(mailbox_tables(session)[1]) == len(seeded) + 3
 
-    again = spark_submit(JOB, job_args(session, stack), spark_env)
+    again = run_job(JOB, job_args(session, stack), spark_env)
     assert again.returncode == 0, output(again)
     assert report_of(again.stdout)["detected"] == {}
 
@@ -94,7 +95,7 @@ def test_ghost_mailboxes_are_reported_left_alone_and_make_the_run_partial_while_
               lambda: store.rename(taker, MailboxPath.of(freed.path.user, "Taken")))
     ghost_row = session.one("SELECT name FROM mailbox WHERE id = ?", (ghost.value,))
 
-    run = spark_submit(JOB, job_args(session, stack, "--max-iterations", "3"), spark_env)
+    run = run_job(JOB, job_args(session, stack, "--max-iterations", "3"), spark_env)
     assert run.returncode == 1, output(run)   # PARTIAL
     report = report_of(run.stdout)
     assert report["detected"] == {GHOST_CONFLICT: 2, SAME_ID_CONFLICT: 1}

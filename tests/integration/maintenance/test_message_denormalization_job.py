@@ -21,7 +21,8 @@ from tests.support.cassandra_migration import (
     v10_keyspace,
     versions,
 )
-from tests.support.maintenance import report_of, spark_submit, table_checksum
+from tests.support.maintenance import report_of, table_checksum
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -37,7 +38,7 @@ def v10(cassandra_config, unique):
 def run(stack, env, session, *extra: str):
     args = ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
             "--keyspace", session.keyspace, "--slices", "2", *extra]
-    return spark_submit(JOB, args, env)
+    return run_job(JOB, args, env)
 
 
 def month_range(start, end) -> list[str]:

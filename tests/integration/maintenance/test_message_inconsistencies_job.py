@@ -24,6 +24,7 @@ from tests.support.maintenance import (
     seed_mail,
     spark_submit,
 )
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -90,7 +91,7 @@ def test_a_killed_repair_resumes_and_skips_the_slices_already_done(stack, spark_
     counted_before_kill = sum((r["counters"] or {}).get("addedMessageIdEntries", 0) for r in checkpoints)
     still_broken = orphan_imap_uid_entries(session)
 
-    resumed = spark_submit(JOB, args, spark_env)
+    resumed = run_job(JOB, args, spark_env)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     report = report_of(resumed.stdout)
     assert set(report["slices"]["skippedAlreadyDone"]) == killed_at

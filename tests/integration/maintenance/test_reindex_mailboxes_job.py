@@ -31,8 +31,9 @@ from mailserver.search.mapping import index_body
 from spark_apps.common.reports import ReportLocation, write_report
 from spark_apps.common.search_reindex import COMPARED_FIELDS, document_signature, row_flags, signature
 from tests.support.mail_projections import SeededUsers, mailbox_context, register_user, seed_users
-from tests.support.maintenance import report_of, spark_submit
+from tests.support.maintenance import report_of
 from tests.support.mime_samples import sample
+from tests.support.spark_in_process import run_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -55,7 +56,7 @@ def search(stack) -> Iterator[SearchConfig]:
 def run(session, stack, blobs, spark_env, search: SearchConfig, *extra: str) -> dict:
     env = {**spark_env, "OPENSEARCH_URL": search.urls[0], "OPENSEARCH_ALIAS_READ_MAILBOX_NAME": search.read_alias,
            "OPENSEARCH_ALIAS_WRITE_MAILBOX_NAME": search.write_alias}
-    done = spark_submit(JOB, ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
+    done = run_job(JOB, ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
                               "--keyspace", session.keyspace, "--blob-bucket", blobs.default_bucket.value,
                               "--slices", "2", *extra], env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]

@@ -33,6 +33,7 @@ from mailserver.model.ids import MessageId
 from mailserver.vault.cassandra import cassandra_vault
 from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
 from tests.support.maintenance import report_of, spark_submit
+from tests.support.spark_in_process import run_job
 from tests.support.vault_seed import (
     PURGE_BEGINNING,
     PURGE_TASK_TYPE,
@@ -126,7 +127,7 @@ def test_a_killed_purge_started_again_deletes_exactly_the_expired_entries_and_a_
     vault_s3.delete_bucket(BucketName(dropped_by_hand))
 
     # 2. the same run key again: only the rest, then the months.
-    resumed = spark_submit(JOB, [*args, "--run-key", run_key], env, timeout=3600)
+    resumed = run_job(JOB, [*args, "--run-key", run_key], env)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     report = report_of(resumed.stdout)
     assert report["outcome"] == "COMPLETED", report
@@ -149,7 +150,7 @@ def test_a_killed_purge_started_again_deletes_exactly_the_expired_entries_and_a_
         assert f.read() == content(sample.message_id)
 
     # 3. a second run: nothing to find, nothing deleted.
-    again = spark_submit(JOB, args, env)
+    again = run_job(JOB, args, env)
     assert again.returncode == 0, again.stderr[-4000:]
     second = report_of(again.stdout)
     assert second["outcome"] == "COMPLETED" and second["detected"] == {}

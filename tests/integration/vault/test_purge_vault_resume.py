@@ -25,7 +25,8 @@ from mailserver.vault.model import StorageInformation, StoredDeletedMessage
 from spark_apps.common.cql import CqlEndpoint
 from spark_apps.common.mail_blobs import S3Access
 from spark_apps.common.vault_purge import PurgeTarget, purge_owner_partitions
-from tests.support.maintenance import report_of, spark_submit
+from tests.support.maintenance import report_of
+from tests.support.spark_in_process import run_job
 from tests.support.vault_seed import (
     PURGE_BEGINNING,
     PURGE_TASK_TYPE,
@@ -98,7 +99,7 @@ def test_a_purge_killed_between_owners_is_finished_by_the_next_run_exactly(
     args = ["--cassandra-hosts", stack.cassandra_hosts, "--cassandra-port", str(stack.cassandra_port),
             "--keyspace", session.keyspace, "--beginning-of-retention", PURGE_BEGINNING, "--slices", "4",
             "--run-key", f"restart-{uuid.uuid4().hex[:8]}"]
-    restarted = spark_submit(JOB, args, env)
+    restarted = run_job(JOB, args, env)
     assert restarted.returncode == 0, restarted.stderr[-4000:]
     report = report_of(restarted.stdout)
     assert report["outcome"] == "COMPLETED" and report["type"] == PURGE_TASK_TYPE, report

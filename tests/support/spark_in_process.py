@@ -1,0 +1,75 @@
+"""A platform job run inside the test process, on one Spark driver JVM kept for the whole session.
+
+Each ``spark-submit`` starts a JVM, loads Spark and the connector, connects to Cassandra and
+compiles its plans cold: about two thirds of a small job's time. The job-level integration tests
+check what a job does to the data, so they run its ``__main__`` here instead, as ``spark-submit``
+would (its argv, its environment, its exit status, its stdout and stderr), each with a fresh
+SparkContext on the JVM the first one started. What only a real ``spark-submit`` shows stays with
+it: the shipped ``--py-files`` (every DAG's end-to-end test submits), and a job killed mid-run
+(``tests.support.maintenance.spark_submit(wait=False)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import runpy
+import subprocess
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from unittest import mock
+
+from spark_apps.packaging import job_path
+
+REPO = Path(__file__).resolve().parents[2]
+LOG4J = REPO / "include" / "spark" / "log4j2.properties"
+# As ``spark_submit`` runs them: two local cores. The JVM takes its options once, when the first job
+# starts it: the suite's log4j configuration, and no progress bars on the captured stderr.
+MASTER = "local[2]"
+GATEWAY_SUBMIT_ARGS = (f"--driver-java-options -Dlog4j2.configurationFile=file:{LOG4J} "
+                       "--conf spark.ui.showConsoleProgress=false pyspark-shell")
+
+
+def run_job(job: str, args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``job`` with ``args`` under ``env`` in this process; what ``subprocess.run`` would return."""
+    path = job_path(job)
+    argv = [str(path), *args]
+    if "--master" not in args:
+        argv += ["--master", MASTER]
+    job_env = {
+        **env,
+        "PYSPARK_SUBMIT_ARGS": GATEWAY_SUBMIT_ARGS,
+        # Python workers import the platform from the repository, as the driver here does.
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    stdout, stderr = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    returncode = 0
+    with mock.patch.dict(os.environ, job_env), mock.patch.object(sys, "argv", argv), \
+            contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as exit_:
+            returncode = exit_code(exit_.code)
+        except BaseException:   # the traceback a failed spark-submit prints, and its status
+            traceback.print_exc()
+            returncode = 1
+        finally:
+            # The job's logging.basicConfig must not outlive it (its handler writes to ``stderr`` above).
+            for handler in set(root.handlers) - set(handlers):
+                root.removeHandler(handler)
+            root.setLevel(level)
+    return subprocess.CompletedProcess(argv, returncode, stdout.getvalue(), stderr.getvalue())
+
+
+def exit_code(code: object) -> int:
+    """``sys.exit``'s argument as a process status: None is 0, a message is 1."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
