@@ -66,6 +66,7 @@ MESSAGE_METADATA_COLUMNS = {
     "fullContentOctets": "bigint", "headerContent": "text",
 }
 LZ4 = "compression = {'class': 'LZ4Compressor'}"
+JMAP_CHANGE_CACHING = "caching = {'keys': 'ALL', 'rows_per_partition': '10'}"
 VAULT_CACHING = "caching = {'keys': 'ALL', 'rows_per_partition': 'NONE'}"
 
 TYPES: tuple[UserType, ...] = (
@@ -104,6 +105,17 @@ TABLES: tuple[Table, ...] = (
                      "message_id": "timeuuid", "size": "bigint"}),
     t("message_fast_view_projection", "message", "Projection (cache) of message content: preview, hasAttachment.",
       ["messageId"], {"messageId": "uuid", "preview": "text", "hasAttachment": "boolean"}, options=LZ4),
+    # -- JMAP change logs ------------------------------------------------------------------------
+    t("mailbox_change", "jmap", "Source of truth of Mailbox/changes: each change of a user's mailboxes, "
+      "its state a timeuuid (rows live 60 days).", ["account_id"],
+      {"account_id": "text", "state": "timeuuid", "date": "frozen<zonedDateTime>", "is_delegated": "boolean",
+       "is_count_change": "boolean", "created": "frozen<set<timeuuid>>", "updated": "frozen<set<timeuuid>>",
+       "destroyed": "frozen<set<timeuuid>>"}, ck=["state"], options=JMAP_CHANGE_CACHING),
+    t("email_change", "jmap", "Source of truth of Email/changes: each change of a user's emails, "
+      "its state a timeuuid (rows live 60 days).", ["account_id"],
+      {"account_id": "text", "state": "timeuuid", "date": "frozen<zonedDateTime>", "is_delegated": "boolean",
+       "created": "frozen<set<timeuuid>>", "updated": "frozen<set<timeuuid>>",
+       "destroyed": "frozen<set<timeuuid>>"}, ck=["state"], options=JMAP_CHANGE_CACHING),
     t("thread_2", "message", "Thread guessing by hashed Message-ID/subject.", ["username", "mimeMessageId"],
       {"username": "text", "mimeMessageId": "int", "messageId": "timeuuid", "threadId": "timeuuid",
        "baseSubject": "int"}, ck=["messageId"]),

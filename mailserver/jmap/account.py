@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mailserver.jmap.capabilities import CoreLimits
+from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.mailbox.store import FastViewStore
@@ -24,6 +25,8 @@ class MailServices:
     manager: MailboxManager
     fast_view: FastViewStore | None = None        # preview and hasAttachment, computed when absent
     subscriptions: SubscriptionStore | None = None
+    # Written by the change listener group: register it on the mailbox bus (``ChangeLogs.listen``).
+    changes: ChangeLogs = field(default_factory=ChangeLogs)
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,13 @@ class CallContext:
     @property
     def account_id(self) -> str:
         return account_id(self.user)
+
+    def mailbox_state(self) -> str:
+        """The state of the user's mailboxes: their latest change's (RFC 8620 1.6.3), as James."""
+        return str(self.services.changes.mailboxes.latest_state(str(self.user)))
+
+    def email_state(self) -> str:
+        return str(self.services.changes.emails.latest_state(str(self.user)))
 
     def check_account(self, arguments: dict[str, Any]) -> str:
         """The call's ``accountId``, which must be this user's (the only account it may use)."""

@@ -18,6 +18,7 @@ from mailserver.events.dead_letters_check import EventDeadLettersHealthCheck
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.events.rabbitmq import RabbitMQEventBus
 from mailserver.events.required_groups import RequiredGroups, aggregate_id
+from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
@@ -67,6 +68,7 @@ class Backends:
     vault: DeletedMessageVault | None = None   # deleted messages (captured only when MAILSERVER_VAULT_ENABLED)
     # Authentication failures of the process's protocols, counted once for all of them (IMAP, SMTP, WebAdmin).
     auth_throttle: AuthThrottle | None = None
+    jmap_changes: ChangeLogs | None = None   # JMAP change logs, written by their listener group
 
     @property
     def subscriptions(self) -> SubscriptionStore:
@@ -183,6 +185,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             from mailserver.search.wiring import opensearch_search
 
             search = opensearch_search(mailbox, settings.search, threads=settings.event_bus_concurrency)
+        # The JMAP change listener group: James registers it wherever JMAP runs; every node records
+        # changes here, so that states are the same whichever node a client asks.
+        jmap_changes = ChangeLogs.cassandra(session).listen(mailbox.bus, mailbox.manager, mailbox.acl)
         required_groups = RequiredGroups(CassandraEventStore(session),
                                          aggregate_id(bus.names.bus, pika.URLParameters(amqp_url).virtual_host))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
@@ -198,7 +203,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             maintenance=maintenance, guard=guard, metrics=metrics,
             bus=bus, dead_letters=dead_letters, required_groups=required_groups,
             mail_path_checks=mail_path, other_checks=others, search=search, vault=vault,
-            auth_throttle=AuthThrottle(settings.auth_throttle, metrics=metrics))
+            auth_throttle=AuthThrottle(settings.auth_throttle, metrics=metrics), jmap_changes=jmap_changes)
     except BaseException:
         session.close()
         raise

@@ -17,6 +17,7 @@ from mailserver.jmap.account import MailServices, account_id
 from mailserver.jmap.app import JmapContext
 from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
 from mailserver.jmap.capabilities import CoreLimits
+from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
@@ -52,6 +53,7 @@ class World:
     mailbox: MailboxContext
     users: MemoryUsersRepository
     subscriptions: MemorySubscriptionStore
+    changes: ChangeLogs
 
     @property
     def user(self) -> Username:
@@ -63,7 +65,7 @@ class World:
 
     def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None) -> JmapContext:
         """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
-        services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions)
+        services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions, self.changes)
         key = jwt_public_key or public_pem(signing_key())
         auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())
@@ -84,7 +86,9 @@ def shared_users() -> MemoryUsersRepository:
 
 
 def make_world() -> World:
-    world = World(memory_context(MemoryBlobStore()), shared_users(), MemorySubscriptionStore())
+    mailbox = memory_context(MemoryBlobStore())
+    changes = ChangeLogs().listen(mailbox.bus, mailbox.manager, mailbox.acl)
+    world = World(mailbox, shared_users(), MemorySubscriptionStore(), changes)
     for name in ("INBOX", "Sent", "Drafts", "Trash", "Spam", "Archive", "Projects", "Projects.2026"):
         world.mailbox.manager.create_mailbox(MailboxPath.of(USER, name))
     world.subscriptions.subscribe(world.user, "INBOX")

@@ -19,7 +19,6 @@ from mailserver.jmap.methods.email_mailboxes import (
     wanted_mailboxes,
 )
 from mailserver.jmap.methods.keywords import flags_with_keywords, is_valid_keyword, keywords_of
-from mailserver.jmap.methods.states import email_state
 from mailserver.jmap.methods.user_messages import UserMessages
 from mailserver.model.flags import FlagsUpdateMode
 from mailserver.model.ids import MessageId
@@ -45,8 +44,7 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
                           "per call (maxObjectsInSet)")
     manager = context.services.manager
     messages = UserMessages(manager, context.user)
-    mailboxes = list(messages.mailboxes.values())
-    old_state = email_state(manager, mailboxes)
+    old_state = context.email_state()
     if_in_state = arguments.get("ifInState")
     if if_in_state is not None and if_in_state != old_state:
         raise MethodError("stateMismatch")
@@ -74,7 +72,7 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
         destroyed.append(email_id)
     answer.update({k: v for k, v in (("updated", updated), ("notUpdated", not_updated), ("destroyed", destroyed),
                                      ("notDestroyed", not_destroyed)) if v})
-    answer["newState"] = email_state(manager, mailboxes)
+    answer["newState"] = context.email_state()
     return answer
 
 

@@ -54,7 +54,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
         asked = list(dict.fromkeys(ids))
         found = {i: e for i in asked if (e := messages.find(i)) is not None}
     reader = _EmailReader(context, set(wanted) | {"id"}, part_properties, fetch)
-    return {"accountId": account, "state": email_state(context.services.manager, list(messages.mailboxes.values())),
+    return {"accountId": account, "state": context.email_state(),
             "list": [reader.read(found[i]) for i in asked if i in found],
             "notFound": [i for i in asked if i not in found]}
 

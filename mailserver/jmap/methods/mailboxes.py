@@ -75,7 +75,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     by_id = {str(m.id): m for m in view.mailboxes}
     asked = list(by_id) if ids is None else list(dict.fromkeys(ids))
     found = [view.properties(by_id[i], wanted) for i in asked if i in by_id]
-    return {"accountId": account, "state": view.fingerprint,
+    return {"accountId": account, "state": context.mailbox_state(),
             "list": found, "notFound": [i for i in asked if i not in by_id]}
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.capabilities import CORE, MAIL
 from mailserver.jmap.engine import Method
-from mailserver.jmap.methods import core, email_set, emails, mailboxes
+from mailserver.jmap.methods import changes, core, email_set, emails, mailboxes
 
 METHODS: dict[str, Method[CallContext]] = {
     "Core/echo": Method(CORE, core.echo),
     "Mailbox/get": Method(MAIL, mailboxes.get),
+    "Mailbox/changes": Method(MAIL, changes.mailbox_changes),
     "Mailbox/query": Method(MAIL, mailboxes.query),
     "Email/get": Method(MAIL, emails.get),
+    "Email/changes": Method(MAIL, changes.email_changes),
     "Email/query": Method(MAIL, emails.query),
     "Email/set": Method(MAIL, email_set.set_),
 }

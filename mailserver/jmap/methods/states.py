@@ -1,5 +1,6 @@
-"""Object states (RFC 8620 1.6.3) read from what the mailbox manager keeps: they change whenever
-the data they cover changes. They are fingerprints, not change logs: ``/changes`` is not served."""
+"""Query states (RFC 8620 5.5) read from what the mailbox manager keeps: they change whenever the
+data a query covers changes. Fingerprints, not change logs: ``/queryChanges`` is not served (James
+cannot calculate query changes either). Object states are the change logs' (``CallContext``)."""
 
 from __future__ import annotations
 

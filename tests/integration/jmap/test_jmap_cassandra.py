@@ -14,6 +14,7 @@ import pytest
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.jmap.account import MailServices
+from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.authentication import AuthenticationConfig
 from mailserver.jmap.config import JmapConfig
 from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
@@ -38,6 +39,7 @@ class Served:
 @pytest.fixture
 def served(cassandra, s3_blobs) -> Iterator[Served]:
     mailbox = cassandra_context(cassandra, s3_blobs, InProcessEventBus())
+    changes = ChangeLogs.cassandra(cassandra).listen(mailbox.bus, mailbox.manager, mailbox.acl)
     domains = CassandraDomainList(cassandra)
     domain = f"jmap-{uuid.uuid4().hex[:8]}.test"
     domains.add(domain)
@@ -47,7 +49,7 @@ def served(cassandra, s3_blobs) -> Iterator[Served]:
     mailbox.manager.create_mailbox(MailboxPath.inbox(user))
     auth = AuthenticationConfig(basic=True, jwt_public_key=public_pem(signing_key()))
     role = JmapRole(JmapConfig(port=unused_port(), auth=auth), users,
-                    MailServices(mailbox.manager, mailbox.fast_view, CassandraSubscriptionStore(cassandra)))
+                    MailServices(mailbox.manager, mailbox.fast_view, CassandraSubscriptionStore(cassandra), changes))
     role.start()
     try:
         yield Served(mailbox, user, role.port)

@@ -30,7 +30,8 @@ def world() -> World:
 def start_role(world: World, **config) -> JmapRole:
     auth = AuthenticationConfig(basic=True, jwt_public_key=public_pem(signing_key()))
     role = JmapRole(JmapConfig(port=unused_port(), auth=auth, **config), world.users,
-                    MailServices(world.mailbox.manager, world.mailbox.fast_view, world.subscriptions))
+                    MailServices(world.mailbox.manager, world.mailbox.fast_view, world.subscriptions,
+                                world.changes))
     role.start()
     return role
 

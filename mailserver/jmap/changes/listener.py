@@ -1,0 +1,171 @@
+"""James's ``MailboxChangeListener``: turns mailbox events into JMAP changes.
+
+- MailboxAdded: the mailbox created; MailboxRenamed, MailboxACLUpdated, (un)subscription: updated;
+  MailboxDeletion: destroyed.
+- Added: the emails created (appended) or updated (copied or moved in), and the mailbox's counts updated.
+- FlagsUpdated: ``\\Deleted`` set destroys the email and unset creates it again (as James); other
+  changes but ``\\Recent`` update it, and ``\\Seen`` the mailbox's counts.
+- Expunged: the emails without ``\\Deleted`` are updated while another mailbox of the user still
+  holds them, else destroyed; the mailbox's counts are updated.
+
+The owner's changes are written plainly; the same changes are written for each user the mailbox
+is shared with, marked delegated (read only with the shares capability). The group is James's, so
+that a mixed deployment shares its queue. Handling an event again writes its changes again under
+new states: a client then sees the same ids twice, which ``/changes`` allows.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable
+from dataclasses import replace
+
+from mailserver.events.api import EventListener
+from mailserver.jmap.changes.model import Change, new_state
+from mailserver.jmap.changes.repository import ChangeRepository
+from mailserver.mailbox.acl import AclStore
+from mailserver.mailbox.errors import MailboxNotFound
+from mailserver.mailbox.manager import MailboxManager
+from mailserver.model.acl import is_positive_user_entry
+from mailserver.model.address import Username
+from mailserver.model.events import (
+    Added,
+    Expunged,
+    FlagsUpdated,
+    MailboxACLUpdated,
+    MailboxAdded,
+    MailboxDeletion,
+    MailboxEvent,
+    MailboxRenamed,
+    MailboxSubscribedEvent,
+    MailboxUnSubscribedEvent,
+)
+from mailserver.model.flags import Flags, SystemFlag
+from mailserver.model.ids import MailboxId, MessageId
+
+log = logging.getLogger(__name__)
+
+GROUP = "org.apache.james.jmap.change.MailboxChangeListenerGroup"
+HANDLED = (MailboxAdded, MailboxRenamed, MailboxACLUpdated, MailboxDeletion, Added, FlagsUpdated, Expunged,
+           MailboxSubscribedEvent, MailboxUnSubscribedEvent)
+
+
+class MailboxChangeListener(EventListener):
+    group = GROUP
+
+    def __init__(self, mailbox_changes: ChangeRepository, email_changes: ChangeRepository, manager: MailboxManager,
+                 acl: AclStore) -> None:
+        self.mailbox_changes, self.email_changes = mailbox_changes, email_changes
+        self.manager, self.acl = manager, acl
+
+    def accepts(self, event: MailboxEvent) -> bool:
+        return isinstance(event, HANDLED)
+
+    def handle(self, event: MailboxEvent) -> None:
+        owner = str(event.user)
+        if isinstance(event, MailboxAdded | MailboxSubscribedEvent | MailboxUnSubscribedEvent):
+            key = "created" if isinstance(event, MailboxAdded) else "updated"
+            self._mailboxes([Change(owner, **{key: (event.mailbox_id.value,)})])
+        elif isinstance(event, MailboxRenamed):
+            self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)),
+                                         self._sharees(event.mailbox_id)))
+        elif isinstance(event, MailboxACLUpdated):
+            _, removed = event.changes()
+            users = [*self._sharees(event.mailbox_id), *(k for k in removed if is_positive_user_entry(k))]
+            self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)), users))
+        elif isinstance(event, MailboxDeletion):
+            users = [k for k in event.acl if is_positive_user_entry(k)]
+            self._mailboxes(_for_sharees(Change(owner, destroyed=(event.mailbox_id.value,)), users))
+        elif isinstance(event, Added):
+            ids = tuple(dict.fromkeys(m.message_id.value for m in event.added))
+            emails = Change(owner, created=ids) if event.is_appended else Change(owner, updated=ids)
+            self._both(emails, Change(owner, updated=(event.mailbox_id.value,), is_count_change=True),
+                       self._sharees(event.mailbox_id))
+        elif isinstance(event, FlagsUpdated):
+            self._flags(event)
+        elif isinstance(event, Expunged):
+            self._expunged(event)
+
+    def _flags(self, event: FlagsUpdated) -> None:
+        created: list[uuid.UUID] = []
+        updated: list[uuid.UUID] = []
+        destroyed: list[uuid.UUID] = []
+        counts = False
+        for flags in event.updated:
+            if flags.message_id is None:
+                continue
+            old, new, message = flags.old_flags, flags.new_flags, flags.message_id.value
+            if new.has(SystemFlag.DELETED) and not old.has(SystemFlag.DELETED):
+                destroyed.append(message)
+                counts = True
+            elif old.has(SystemFlag.DELETED) and not new.has(SystemFlag.DELETED):
+                created.append(message)
+                counts = True
+            elif old.has(SystemFlag.DELETED) or _without_recent(old) == _without_recent(new):
+                continue
+            else:
+                updated.append(message)
+                counts = counts or old.has(SystemFlag.SEEN) != new.has(SystemFlag.SEEN)
+        owner = str(event.user)
+        emails = Change(owner, created=_unique(created), updated=_unique(updated), destroyed=_unique(destroyed))
+        mailbox = Change(owner, updated=(event.mailbox_id.value,) if counts else (), is_count_change=True)
+        if not (emails.is_noop and mailbox.is_noop):
+            self._both(emails, mailbox, self._sharees(event.mailbox_id))
+
+    def _expunged(self, event: Expunged) -> None:
+        changed = _unique(m.message_id.value for m in event.expunged if not m.flags.has(SystemFlag.DELETED))
+        if not changed:
+            return
+        state = new_state()   # one state for the owner and the sharees, as James
+        for user, delegated in [(str(event.user), False), *((s, True) for s in self._sharees(event.mailbox_id))]:
+            still = {i for i in changed if self._accessible(user, MessageId(i))}
+            self.email_changes.save(Change(user, updated=tuple(i for i in changed if i in still),
+                                           destroyed=tuple(i for i in changed if i not in still),
+                                           is_delegated=delegated, state=state))
+            self.mailbox_changes.save(Change(user, updated=(event.mailbox_id.value,), is_count_change=True,
+                                             is_delegated=delegated, state=state))
+
+    def _mailboxes(self, changes: Iterable[Change]) -> None:
+        for change in changes:
+            self.mailbox_changes.save(change)
+
+    def _both(self, emails: Change, mailbox: Change, sharees: list[str]) -> None:
+        for change in _for_sharees(emails, sharees):
+            if not change.is_noop:
+                self.email_changes.save(change)
+        for change in _for_sharees(mailbox, sharees):
+            if not change.is_noop:
+                self.mailbox_changes.save(change)
+
+    def _sharees(self, mailbox_id: MailboxId) -> list[str]:
+        try:
+            return [k for k in self.acl.get(mailbox_id) if is_positive_user_entry(k)]
+        except Exception:   # as James: a change is still recorded for the owner
+            log.warning("could not read the sharees of mailbox %s", mailbox_id, exc_info=True)
+            return []
+
+    def _accessible(self, user: str, message_id: MessageId) -> bool:
+        """Whether ``user`` still reads the message somewhere: in a mailbox of theirs, or shared with read."""
+        for copy in self.manager.find_message(message_id):
+            try:
+                owner = self.manager.get_mailbox_by_id(copy.mailbox_id).path.user
+            except MailboxNotFound:
+                continue
+            if owner == Username.of(user) or "r" in self.acl.get(copy.mailbox_id).get(user, ""):
+                return True
+        return False
+
+
+def _for_sharees(change: Change, sharees: Iterable[str]) -> list[Change]:
+    """The owner's change, then one per sharee with a state of its own, marked delegated."""
+    return [change, *(replace(change, account_id=s, is_delegated=True, state=new_state())
+                      for s in dict.fromkeys(sharees) if s != change.account_id)]
+
+
+def _without_recent(flags: Flags) -> Flags:
+    return Flags(flags.system - {SystemFlag.RECENT}, flags.user)
+
+
+def _unique(ids: Iterable[uuid.UUID]) -> tuple[uuid.UUID, ...]:
+    return tuple(dict.fromkeys(ids))
