@@ -64,9 +64,10 @@ class MailboxChangeListener(EventListener):
 
     def handle(self, event: MailboxEvent) -> None:
         owner = str(event.user)
-        if isinstance(event, MailboxAdded | MailboxSubscribedEvent | MailboxUnSubscribedEvent):
-            key = "created" if isinstance(event, MailboxAdded) else "updated"
-            self._mailboxes([Change(owner, **{key: (event.mailbox_id.value,)})])
+        if isinstance(event, MailboxAdded):
+            self._mailboxes([Change(owner, created=(event.mailbox_id.value,))])
+        elif isinstance(event, MailboxSubscribedEvent | MailboxUnSubscribedEvent):
+            self._mailboxes([Change(owner, updated=(event.mailbox_id.value,))])
         elif isinstance(event, MailboxRenamed):
             self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)),
                                          self._sharees(event.mailbox_id)))

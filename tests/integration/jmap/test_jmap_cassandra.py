@@ -14,8 +14,8 @@ import pytest
 from mailserver.domains.cassandra import CassandraDomainList
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.jmap.account import MailServices
-from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.authentication import AuthenticationConfig
+from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.config import JmapConfig
 from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, cassandra_context
