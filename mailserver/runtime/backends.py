@@ -64,11 +64,11 @@ class Backends:
     # Probes of the backends the durable mail path needs (Cassandra, RabbitMQ, S3), then others.
     mail_path_checks: list[HealthCheck]
     other_checks: list[HealthCheck]
+    jmap_changes: ChangeLogs   # JMAP change logs, written by their listener group on ``bus``
     search: SearchIndex | None = None   # the OpenSearch mailbox index when OPENSEARCH_URL is set
     vault: DeletedMessageVault | None = None   # deleted messages (captured only when MAILSERVER_VAULT_ENABLED)
     # Authentication failures of the process's protocols, counted once for all of them (IMAP, SMTP, WebAdmin).
     auth_throttle: AuthThrottle | None = None
-    jmap_changes: ChangeLogs | None = None   # JMAP change logs, written by their listener group
 
     @property
     def subscriptions(self) -> SubscriptionStore:

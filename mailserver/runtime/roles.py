@@ -16,7 +16,6 @@ from typing import Any
 from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
 from mailserver.events.required_groups import REMOVED, RequireGroups
 from mailserver.jmap.account import MailServices
-from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.config import JmapConfig
 from mailserver.mailets.container import MailetContainer
 from mailserver.mailets.spooler import MailSpooler, spooler_for
@@ -157,8 +156,7 @@ class JmapRole(HttpRole):
     def on(cls, backends: Backends, env: Any) -> JmapRole:
         mailbox = backends.mailbox
         return cls(JmapConfig.from_env(env), backends.users,
-                   MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions,
-                                backends.jmap_changes or ChangeLogs.cassandra(backends.session)),
+                   MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions, backends.jmap_changes),
                    backends.auth_throttle)
 
     @property
