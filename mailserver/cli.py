@@ -1,8 +1,9 @@
-"""Command line entry point: ``mailserver serve|webadmin|schema|version``.
+"""Command line entry point: ``mailserver serve|webadmin|schema|rabbitmq|version``.
 
 ``serve`` runs the server roles (smtp, spooler, outgoing, webadmin, tasks, listeners, imap), all
 by default, or the ones named with ``--roles`` (which may also name ``jmap``); ``webadmin`` is
 ``serve --roles webadmin,tasks``. Settings come from the environment (see ``mailserver.runtime.settings``).
+``rabbitmq migrate-queues`` re-declares queues a previous version declared otherwise (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 
 from mailserver import __version__
 from mailserver.cassandra import cli as schema_cli
+from mailserver.runtime import queue_migration_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--roles", help="comma list of smtp, spooler, outgoing, webadmin, tasks, listeners, imap, "
                                        "jmap (default: MAILSERVER_ROLES, else all but jmap)")
     schema_cli.add_parser(sub)
+    queue_migration_cli.add_parser(sub)
     sub.add_parser("webadmin", help="run the WebAdmin HTTP API (configuration from the environment)")
     args = parser.parse_args(argv)
     if args.command == "version":
@@ -29,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "schema":
         return schema_cli.run(args)
+    if args.command == queue_migration_cli.COMMAND:
+        return queue_migration_cli.run(args)
     if args.command == "webadmin":
         return _serve("webadmin", "webadmin,tasks")
     return _serve("serve", args.roles)

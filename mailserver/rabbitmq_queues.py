@@ -12,6 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# What a node refused by PRECONDITION_FAILED on a queue's arguments tells the operator.
+MIGRATION_HINT = (
+    "Stop every node using this broker (mailserver and James) and run `mailserver rabbitmq migrate-queues` "
+    "(a dry run listing the queues to migrate), then `mailserver rabbitmq migrate-queues --apply`: it "
+    "re-declares them as configured and keeps their messages. Or configure the queue type as it was declared "
+    "(MAILSERVER_QUEUE_QUORUM, MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR, MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT; "
+    "James: quorum.queues.enable, quorum.queues.replication.factor, quorum.queues.delivery.limit)")
+
 
 @dataclass(frozen=True)
 class QueueType:
@@ -45,3 +53,28 @@ class QueueType:
 
     def auto_delete(self, wanted: bool) -> bool:
         return wanted and not self.quorum
+
+
+@dataclass(frozen=True)
+class BindingSpec:
+    """A binding of a queue to a (durable, direct by default) exchange."""
+
+    exchange: str
+    routing_key: str = ""
+    exchange_type: str = "direct"
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """A queue as this configuration declares it, with the bindings its topology always gives it.
+
+    ``bindings`` are the unconditional ones: a binding that depends on the running nodes (an event-bus
+    group's retry exchange) is left out, and the queue keeps whatever the broker had instead.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    durable: bool = True
+    exclusive: bool = False
+    auto_delete: bool = False
+    bindings: tuple[BindingSpec, ...] = ()

@@ -17,7 +17,7 @@ import pika.exceptions
 from mailserver.events.api import EventBusError
 from mailserver.events.declarations import Declaration, apply, base_declarations, group_declarations
 from mailserver.events.naming import BusNames
-from mailserver.rabbitmq_queues import QueueType
+from mailserver.rabbitmq_queues import MIGRATION_HINT, QueueType
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,7 @@ class BusTopology:
             if exc.reply_code == 406:   # PRECONDITION_FAILED: inequivalent arguments
                 raise TopologyMismatch(
                     f"RabbitMQ holds a queue of event bus {self.names.bus} declared with other arguments than "
-                    f"{self.queue_type.arguments()}: {exc.reply_text}. Configure the queue type as it was "
-                    "declared (MAILSERVER_QUEUE_QUORUM, MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR, "
-                    "MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT; James: quorum.queues.enable, "
-                    "quorum.queues.replication.factor, quorum.queues.delivery.limit), or drain the queue, "
-                    "delete it and let it be declared again") from exc
+                    f"{self.queue_type.arguments()}: {exc.reply_text}. {MIGRATION_HINT}") from exc
             raise
 
     def unbind_groups(self, groups: Iterable[str], channel: Any | None = None) -> None:

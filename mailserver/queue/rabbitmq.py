@@ -78,6 +78,7 @@ from mailserver.queue.api import (
 from mailserver.queue.content import MimeMessageStore
 from mailserver.queue.memory import matches
 from mailserver.queue.naming import QueueNames, queue_name_of_workqueue, validate_queue_name
+from mailserver.queue.queue_specs import mail_queue_specs
 from mailserver.queue.serialization import (
     MailReference,
     SerializationError,
@@ -86,7 +87,7 @@ from mailserver.queue.serialization import (
 )
 from mailserver.queue.view import CassandraMailQueueView, ViewEntry
 from mailserver.rabbitmq_management import RabbitMQManagement
-from mailserver.rabbitmq_queues import QueueType
+from mailserver.rabbitmq_queues import MIGRATION_HINT, QueueSpec, QueueType
 
 log = logging.getLogger(__name__)
 
@@ -268,20 +269,18 @@ class DistributedMailQueue(MailQueue):
     def declare(self) -> None:
         """James's ``RabbitMQMailQueueFactory`` topology, in its order, with its queue arguments."""
         n = self.names
-        base = queue_arguments(quorum=self._f.quorum, replication_factor=self._f.quorum_replication_factor,
-                               delivery_limit=self._f.quorum_delivery_limit)
-        work_args = {**base, "x-dead-letter-exchange": n.dead_letter_exchange}
-        declaring = [""]
+        work, dead_letters = mail_queue_specs(n, QueueType(self._f.quorum, self._f.quorum_replication_factor,
+                                                           self._f.quorum_delivery_limit))
+        declaring: list[QueueSpec | None] = [None]
 
         def run(link: _Link) -> None:
             ch = link.channel
             ch.exchange_declare(n.exchange, "direct", durable=True)
             ch.exchange_declare(n.dead_letter_exchange, "direct", durable=True)
-            declaring[0] = n.workqueue
-            ch.queue_declare(n.workqueue, durable=True, arguments=work_args)
-            declaring[0] = n.dead_letter_queue
-            ch.queue_declare(n.dead_letter_queue, durable=True, arguments=dict(base))
-            declaring[0] = ""
+            for spec in (work, dead_letters):
+                declaring[0] = spec
+                ch.queue_declare(spec.name, durable=spec.durable, arguments=spec.arguments)
+            declaring[0] = None
             ch.queue_bind(n.workqueue, n.exchange, routing_key="")
             ch.queue_bind(n.dead_letter_queue, n.dead_letter_exchange, routing_key="")
             ch.exchange_declare(n.delay_exchange, "direct", durable=True)
@@ -289,15 +288,11 @@ class DistributedMailQueue(MailQueue):
         try:
             self._retrying(run)
         except px.ChannelClosedByBroker as exc:
-            if exc.reply_code == 406 and declaring[0]:   # PRECONDITION_FAILED: inequivalent arguments
-                expected = work_args if declaring[0] == n.workqueue else base
+            refused = declaring[0]
+            if exc.reply_code == 406 and refused is not None:   # PRECONDITION_FAILED: inequivalent arguments
                 raise MailQueueError(
-                    f"queue {self.name}: RabbitMQ already has {declaring[0]} with other arguments than this node "
-                    f"declares ({expected}): {exc.reply_text}. Configure the queue type as it was declared "
-                    "(MAILSERVER_QUEUE_QUORUM, MAILSERVER_QUEUE_QUORUM_REPLICATION_FACTOR, "
-                    "MAILSERVER_QUEUE_QUORUM_DELIVERY_LIMIT; James: quorum.queues.enable, "
-                    "quorum.queues.replication.factor, quorum.queues.delivery.limit), or drain the queue, delete it "
-                    "and let it be declared again") from exc
+                    f"queue {self.name}: RabbitMQ already has {refused.name} with other arguments than this node "
+                    f"declares ({refused.arguments}): {exc.reply_text}. {MIGRATION_HINT}") from exc
             raise MailQueueError(f"queue {self.name}: RabbitMQ refused the topology: {exc}") from exc
         self.view.initialize()
 

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mailserver"
 # the layers below it, never a layer above.
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"mailserver", "randomness", "read_cache", "group_commit", "amqp_heartbeats",
-                    "rabbitmq_management", "rabbitmq_queues", "observability", "serving"}),
+                    "rabbitmq_management", "rabbitmq_queues", "rabbitmq_migration", "observability", "serving"}),
     ("model", {"model"}),
     ("settings", {"settings"}),
     ("backends", {"blob", "cassandra", "airflow"}),
