@@ -111,5 +111,5 @@ def test_another_queue_type_than_james_s_is_refused_with_the_settings_to_change(
     listener = Recording(group("Other"))
     declare_as_james(vhost.amqp_url, True, [listener.group])
 
-    with pytest.raises(TopologyMismatch, match="MAILSERVER_QUEUE_QUORUM"):
+    with pytest.raises(TopologyMismatch, match=r"mailserver rabbitmq migrate-queues.*MAILSERVER_QUEUE_QUORUM"):
         started_bus(vhost, buses, False, listener)

@@ -130,7 +130,8 @@ class TestDistributedMailQueue(MailQueueContract):
     def test_a_queue_declared_with_other_arguments_is_refused_clearly(self, stack, queue, another):
         """A node configured for quorum queues meets the classic queues another node declared."""
         with pytest.raises(MailQueueError, match=r"already has JamesMailQueue-workqueue-.* with other arguments.*"
-                                                 r"x-queue-type.*MAILSERVER_QUEUE_QUORUM"):
+                                                 r"x-queue-type.*mailserver rabbitmq migrate-queues.*"
+                                                 r"MAILSERVER_QUEUE_QUORUM"):
             another(quorum=True).get(queue.name)
         queue.enqueue(make_mail())   # the existing queue is untouched and still works
         item = queue.dequeue(timeout=WAIT)
