@@ -4,7 +4,7 @@ A queue's arguments cannot change once declared: the broker refuses another decl
 (PRECONDITION_FAILED) until the queue is deleted. A migration therefore moves the messages out to
 a temporary queue, deletes the queue, declares it as wanted and moves the messages back:
 
-1. declare the temporary queue ``mailserver-upgrade-<queue>`` (classic, durable) and bind it as the
+1. declare the temporary queue ``mailserver-upgrade-<queue>`` (durable, classic) and bind it as the
    queue is bound, so that what is routed meanwhile (a delay queue's expired mail) is not dropped;
    those bindings also record the old ones for the steps after the queue is gone;
 2. move every message to it (below), then delete the queue, only if empty and unused;
@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 TEMPORARY_PREFIX = "mailserver-upgrade-"
 DELIVERY_COUNT_HEADER = "x-delivery-count"
+# Classic whatever the vhost's default queue type: its deletes are guarded (if-empty, if-unused).
+TEMPORARY_ARGUMENTS = {"x-queue-type": "classic"}
 _MAX_NAME_BYTES = 255
 # Quorum and stream queues do not implement queue.delete's if-empty / if-unused.
 _UNGUARDED_DELETE_TYPES = frozenset({"quorum", "stream"})
@@ -150,7 +152,7 @@ class QueueMigration:
             record = self.management.queue(spec.name)
             if record is not None and not _declared_as(record, spec):
                 channel = self._confirming(connection)
-                channel.queue_declare(temporary, durable=True)
+                channel.queue_declare(temporary, durable=True, arguments=TEMPORARY_ARGUMENTS)
                 for b in self._bindings(spec.name):
                     channel.queue_bind(temporary, b["source"], routing_key=b["routing_key"],
                                        arguments=b.get("arguments") or None)

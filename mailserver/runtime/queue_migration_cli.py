@@ -13,10 +13,13 @@ import logging
 import sys
 from typing import TextIO
 
+import httpx
+import pika.exceptions
+
 from mailserver.events.naming import BusNames
 from mailserver.events.queue_specs import bus_queue_specs
 from mailserver.queue.queue_specs import mail_queues_specs
-from mailserver.rabbitmq_management import RabbitMQManagement
+from mailserver.rabbitmq_management import ManagementAPIError, RabbitMQManagement
 from mailserver.rabbitmq_migration import ConsumersAttached, QueueMigration
 from mailserver.rabbitmq_queues import QueueSpec, QueueType
 from mailserver.settings import RabbitMQSettings
@@ -71,5 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if not settings.amqp_url or not settings.management_url:
         print(f"mailserver {COMMAND}: AMQP_URL and RABBITMQ_MANAGEMENT_URL are both needed", file=sys.stderr)
         return 2
-    with RabbitMQManagement(settings.management_url, settings.amqp_url) as management:
-        return migrate_queues(QueueMigration(settings.amqp_url, management), settings.queue_type(), args.apply)
+    try:
+        with RabbitMQManagement(settings.management_url, settings.amqp_url) as management:
+            return migrate_queues(QueueMigration(settings.amqp_url, management), settings.queue_type(), args.apply)
+    except (ManagementAPIError, httpx.TransportError, pika.exceptions.AMQPError) as exc:
+        print(f"mailserver {COMMAND}: {exc!r}. No message is lost: run the command again to finish",
+              file=sys.stderr)
+        return 1

@@ -167,3 +167,23 @@ def test_a_run_interrupted_after_the_queue_was_deleted_is_finished(broker):
     assert (BUS.exchange, BUS.shared_queue) in bound_queues(management)
     assert temporary not in arguments_of(management)
     assert drain(ch, BUS.shared_queue) == sent[BUS.shared_queue]
+
+
+def test_a_run_interrupted_in_the_middle_of_the_first_move_is_finished(broker):
+    ch, management, migration = broker
+    declare_as_previous_version(ch)
+    sent = fill(ch)
+    # State after a crash in step 2: the first message moved, the second still in the old queue.
+    temporary = temporary_queue(BUS.dead_letter_queue)
+    ch.queue_declare(temporary, durable=True, arguments={"x-queue-type": "classic"})
+    ch.queue_bind(temporary, BUS.dead_letter_exchange, routing_key="")
+    method, properties, body = ch.basic_get(BUS.dead_letter_queue, auto_ack=False)
+    ch.basic_publish("", temporary, body, properties)
+    ch.basic_ack(method.delivery_tag)
+
+    status, report = run(migration, apply=True)
+
+    assert status == 0, report
+    assert f"{BUS.dead_letter_queue}: interrupted migration, 3 messages" in report
+    assert arguments_of(management)[BUS.dead_letter_queue] == {"x-queue-version": 2}
+    assert drain(ch, BUS.dead_letter_queue) == sent[BUS.dead_letter_queue]   # in order, no duplicate
