@@ -330,6 +330,14 @@ class BlobStore(ABC):
             self._put(name, blob_id, content)
         return blob_id
 
+    def save_as(self, bucket: BucketName | str, blob_id: BlobId | str, data: BlobContent) -> BlobId:
+        """Store ``data`` under an id the caller chose (James's ``BlobStoreDAO.save``): for blobs whose
+        id is another record's key, such as a JMAP upload's. Overwrites; no deduplication."""
+        name, chosen = self._bucket(bucket), BlobId.of(blob_id)
+        with spool(data) as content:
+            self._put(name, chosen, content)
+        return chosen
+
     def read(self, bucket: BucketName | str, blob_id: BlobId | str) -> bytes:
         with self.read_stream(bucket, blob_id) as stream:
             return stream.read()

@@ -226,6 +226,11 @@ TABLES: tuple[Table, ...] = (
     t("userPerBucket", "vault", "Index of deletedMessageMetadata: the users having entries in a month bucket; "
       "its partitions are the vault's buckets (written last, deleted last).", ["bucketName"],
       {"bucketName": "text", "user": "text"}, ck=["user"], options=VAULT_CACHING),
+    # -- JMAP -----------------------------------------------------------------------------------
+    t("uploadsV2", "jmap", "Source of truth: JMAP uploads (James's UploadDAO); the content is the blob named by "
+      "blob_id in the jmap-uploads bucket.", ["user"],
+      {"user": "text", "id": "timeuuid", "content_type": "text", "size": "bigint", "blob_id": "text",
+       "upload_date": "timestamp"}, ck=["id"]),
     # -- administration -------------------------------------------------------------------------
     t("maintenance_mode", "admin", "Source of truth: cluster-wide maintenance switch (one row, key 'cluster').",
       ["key"], {"key": "text", "enabled": "boolean", "since": "timestamp", "reason": "text", "updated_by": "text"}),

@@ -9,6 +9,7 @@ from typing import Any
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.errors import MethodError, invalid_arguments
+from mailserver.jmap.uploads import UploadRepository
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.mailbox.store import FastViewStore
 from mailserver.mailbox.subscriptions import SubscriptionStore
@@ -27,6 +28,7 @@ class MailServices:
     subscriptions: SubscriptionStore | None = None
     # Written by the change listener group: register it on the mailbox bus (``ChangeLogs.listen``).
     changes: ChangeLogs = field(default_factory=ChangeLogs)
+    uploads: UploadRepository | None = None         # None: uploads are refused (503)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Every route but the autodiscovery redirect (``/.well-known/jmap`` to the session
 public as in James) needs an authenticated user: without one the answer is 401 before anything
 else is read. ``GET /jmap/session`` is the session resource; ``POST /jmap`` the API, whose request is
 refused whole (an RFC 7807 problem) when a core limit or the request's shape says so, before any
-method runs.
+method runs; ``/upload`` and ``/download`` are ``blob_routes``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 
 from mailserver.jmap.account import CallContext, MailServices
 from mailserver.jmap.authentication import Authenticator
+from mailserver.jmap.blob_routes import add_blob_routes, problem
 from mailserver.jmap.capabilities import KNOWN, CoreLimits
 from mailserver.jmap.concurrency import ConcurrentRequests, TooManyRequests
 from mailserver.jmap.engine import Engine
@@ -28,7 +29,6 @@ from mailserver.jmap.session_resource import session
 from mailserver.model.address import Username
 from mailserver.security.auth_throttle import AuthThrottle
 
-PROBLEM = "application/problem+json"
 PROTOCOL = "JMAP"
 SESSION = "/jmap/session"
 WELL_KNOWN = "/.well-known/jmap"
@@ -81,11 +81,12 @@ def create_app(ctx: JmapContext) -> FastAPI:
                 response = await run_in_threadpool(engine.run, parsed, CallContext(user, ctx.services, ctx.limits),
                                                    state)
         except TooManyRequests:
-            return _problem(limit_exceeded("maxConcurrentRequests", "Too many requests of this user are running"))
+            return problem(limit_exceeded("maxConcurrentRequests", "Too many requests of this user are running"))
         except RequestError as error:
-            return _problem(error)
+            return problem(error)
         return JSONResponse(response.to_json())
 
+    add_blob_routes(app, ctx.services, ctx.limits)
     return app
 
 
@@ -123,5 +124,3 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def _problem(error: RequestError) -> JSONResponse:
-    return JSONResponse(error.problem(), status_code=error.status, media_type=PROBLEM)

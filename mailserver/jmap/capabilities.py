@@ -9,7 +9,7 @@ CORE = "urn:ietf:params:jmap:core"
 MAIL = "urn:ietf:params:jmap:mail"
 KNOWN = frozenset({CORE, MAIL})
 
-# Announced as James does; uploads are not served yet (docs/compatibility.md).
+# James's defaults.
 MAX_SIZE_UPLOAD = 30 * 1024 * 1024
 MAX_CONCURRENT_UPLOAD = 4
 MAX_SIZE_MAILBOX_NAME = 200
@@ -23,11 +23,13 @@ class CoreLimits:
     max_objects_in_get: int = 500
     max_objects_in_set: int = 500
     max_concurrent_requests: int = 4
+    max_size_upload: int = MAX_SIZE_UPLOAD
+    max_concurrent_upload: int = MAX_CONCURRENT_UPLOAD
 
     def capability(self) -> dict[str, Any]:
         return {
-            "maxSizeUpload": MAX_SIZE_UPLOAD,
-            "maxConcurrentUpload": MAX_CONCURRENT_UPLOAD,
+            "maxSizeUpload": self.max_size_upload,
+            "maxConcurrentUpload": self.max_concurrent_upload,
             "maxSizeRequest": self.max_size_request,
             "maxConcurrentRequests": self.max_concurrent_requests,
             "maxCallsInRequest": self.max_calls_in_request,

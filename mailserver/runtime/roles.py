@@ -154,10 +154,13 @@ class JmapRole(HttpRole):
 
     @classmethod
     def on(cls, backends: Backends, env: Any) -> JmapRole:
+        from mailserver.jmap.uploads import CassandraUploadRepository
+
         mailbox = backends.mailbox
-        return cls(JmapConfig.from_env(env), backends.users,
-                   MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions, backends.jmap_changes),
-                   backends.auth_throttle)
+        services = MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions,
+                                changes=backends.jmap_changes,
+                                uploads=CassandraUploadRepository(backends.session, backends.blobs))
+        return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle)
 
     @property
     def port(self) -> int:
