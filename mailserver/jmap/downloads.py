@@ -38,14 +38,16 @@ def resolve(blob_id: str, user: Username, services: MailServices) -> Blob | None
     """The blob, or None when it does not exist for this user."""
     if (uploaded := upload_id(blob_id)) is not None:
         return _upload(uploaded, user, services)
-    message, _, part = blob_id.partition("_")
+    message, separator, part = blob_id.partition("_")
+    if separator and not part:
+        return None
     try:
         message_id = MessageId.of(message)
     except ValueError:
         return None
     if not readable_copies(services.manager, user, message_id):
         return None
-    if not part:
+    if not separator:
         return _message(services.manager, message_id)
     return _part(services.manager, message_id, part)
 

@@ -18,6 +18,7 @@ from mailserver.jmap.app import JmapContext
 from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.changes.logs import ChangeLogs
+from mailserver.jmap.uploads import MemoryUploadRepository
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
@@ -54,6 +55,7 @@ class World:
     users: MemoryUsersRepository
     subscriptions: MemorySubscriptionStore
     changes: ChangeLogs
+    uploads: MemoryUploadRepository
 
     @property
     def user(self) -> Username:
@@ -65,7 +67,8 @@ class World:
 
     def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None) -> JmapContext:
         """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
-        services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions, self.changes)
+        services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions,
+                                changes=self.changes, uploads=self.uploads)
         key = jwt_public_key or public_pem(signing_key())
         auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())
@@ -86,9 +89,10 @@ def shared_users() -> MemoryUsersRepository:
 
 
 def make_world() -> World:
-    mailbox = memory_context(MemoryBlobStore())
+    blobs = MemoryBlobStore()
+    mailbox = memory_context(blobs)
     changes = ChangeLogs().listen(mailbox.bus, mailbox.manager, mailbox.acl)
-    world = World(mailbox, shared_users(), MemorySubscriptionStore(), changes)
+    world = World(mailbox, shared_users(), MemorySubscriptionStore(), changes, MemoryUploadRepository(blobs))
     for name in ("INBOX", "Sent", "Drafts", "Trash", "Spam", "Archive", "Projects", "Projects.2026"):
         world.mailbox.manager.create_mailbox(MailboxPath.of(USER, name))
     world.subscriptions.subscribe(world.user, "INBOX")
