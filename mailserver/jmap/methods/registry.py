@@ -5,7 +5,7 @@ from __future__ import annotations
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.capabilities import CORE, MAIL
 from mailserver.jmap.engine import Method
-from mailserver.jmap.methods import changes, core, email_set, emails, mailboxes
+from mailserver.jmap.methods import changes, core, email_set, emails, mailboxes, threads
 
 METHODS: dict[str, Method[CallContext]] = {
     "Core/echo": Method(CORE, core.echo),
@@ -16,4 +16,5 @@ METHODS: dict[str, Method[CallContext]] = {
     "Email/changes": Method(MAIL, changes.email_changes),
     "Email/query": Method(MAIL, emails.query),
     "Email/set": Method(MAIL, email_set.set_),
+    "Thread/get": Method(MAIL, threads.get),
 }
