@@ -63,7 +63,7 @@ dag = repair_dag(Procedure(
         "quota_components": Param(["MAILBOX"], type="array", items={"type": "string", "enum": ["MAILBOX"]},
                                   uniqueItems=True,
                                   description="Quota components to recompute. Only MAILBOX: this server stores "
-                                              "no Sieve scripts (SIEVE) nor JMAP uploads (JMAP_UPLOADS)"),
+                                              "no Sieve scripts (SIEVE), counts no JMAP upload usage (JMAP_UPLOADS)"),
     },
     args_from_params=job_args,
     live_checks=(user_exists("user"),),

@@ -10,8 +10,8 @@ a failed or retried listener call leaves it wrong for good. The truth is the mes
   count = the messages listed in ``messageIdTable`` for the user's ``#private`` mailboxes,
   size = the sum of their ``fullContentOctets`` (``messageV3`` when a row lacks it), as James's
   METADATA listing does.
-* ``SIEVE`` and ``JMAP_UPLOADS`` are refused: this server stores neither Sieve scripts nor JMAP
-  uploads, so there is nothing to recompute them from.
+* ``SIEVE`` and ``JMAP_UPLOADS`` are refused: this server stores no Sieve scripts, and does not
+  count its JMAP uploads' usage (``uploadsV2`` rows are kept, no usage counter is written).
 
 Detection joins the whole picture once (``outdatedCurrentQuota``: stored value differs from the
 messages, a missing row counting as 0). Repair, per quota root: re-read the user's mailboxes and
@@ -43,7 +43,7 @@ COUNT, SIZE = "count", "size"
 COMPONENTS = ("MAILBOX", "SIEVE", "JMAP_UPLOADS")   # James's QuotaComponent values
 NOT_STORED = {
     "SIEVE": "this server stores no Sieve scripts (no sieve tables), so there is no usage to recompute",
-    "JMAP_UPLOADS": "this server stores no JMAP uploads (no uploads table), so there is no usage to recompute",
+    "JMAP_UPLOADS": "this server does not count JMAP upload usage, so there is none to recompute",
 }
 
 
