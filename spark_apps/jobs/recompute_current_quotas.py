@@ -43,7 +43,7 @@ COUNT, SIZE = "count", "size"
 COMPONENTS = ("MAILBOX", "SIEVE", "JMAP_UPLOADS")   # James's QuotaComponent values
 NOT_STORED = {
     "SIEVE": "this server stores no Sieve scripts (no sieve tables), so there is no usage to recompute",
-    "JMAP_UPLOADS": "this server does not count JMAP upload usage, so there is none to recompute",
+    "JMAP_UPLOADS": "this server stores no JMAP upload usage (uploads are not counted): none to recompute",
 }
 
 
