@@ -12,7 +12,6 @@ from typing import Any
 
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.methods.arguments import check_get_size, only, optional_ids, properties
-from mailserver.jmap.methods.states import email_state
 from mailserver.jmap.methods.user_messages import UserEmail, UserMessages
 
 PROPERTIES = ("id", "emailIds")
@@ -35,7 +34,8 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
         asked = list(dict.fromkeys(ids))
         found = {i: e for i in asked if (e := messages.find(i)) is not None and _heads_its_thread(e)}
     threads = [{"id": i, "emailIds": [found[i].id]} for i in asked if i in found]
-    return {"accountId": account, "state": email_state(context.services.manager, list(messages.mailboxes.values())),
+    # The emails' state: a thread changes exactly when its (single) email does.
+    return {"accountId": account, "state": context.email_state(),
             "list": [{k: v for k, v in t.items() if k in wanted} for t in threads],
             "notFound": [i for i in asked if i not in found]}
 
