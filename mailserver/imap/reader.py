@@ -5,9 +5,10 @@ Limits are enforced before data is kept, so an oversized command costs no memory
 * a line longer than ``max_line_length`` is skipped up to its end (``LineTooLong``);
 * a synchronizing literal ``{n}`` over the limit is refused *before* the ``+`` continuation,
   so the client never sends it (``LiteralTooLarge``);
-* a non-synchronizing literal ``{n+}`` over 4,096 octets (the LITERAL- cap, RFC 7888) or over
-  the limit is refused too (``NonSyncLiteralRefused``), unread: its octets are already on
-  their way and cannot be told from commands, so the session ends the connection;
+* a non-synchronizing literal ``{n+}`` (LITERAL+, RFC 7888) is held to the same limits; one
+  over them is refused too (``NonSyncLiteralRefused``), unread: its octets are already on
+  their way and cannot be told from commands, so the session ends the connection (RFC 7888
+  section 4);
 * before login every literal, and the whole command's, is bounded by
   ``max_literal_size_before_login`` (a few KiB: a password), so an unauthenticated client costs
   neither memory nor disk;
@@ -28,7 +29,6 @@ from mailserver.imap.parser import Literal
 CHUNK = 64 * 1024
 SPOOL_IN_MEMORY = 1024 * 1024
 CONTINUE = b"+ Ready for literal data\r\n"
-LITERAL_MINUS_MAX = 4096   # RFC 7888: the largest non-synchronizing literal a LITERAL- server takes
 _LITERAL = re.compile(rb"\{(\d{1,12})(\+?)\}$")
 _HEAD = re.compile(rb"^(\S+) +(?:(UID) +)?([A-Za-z]+)")
 MAX_LITERALS_PER_COMMAND = 32
@@ -126,9 +126,6 @@ class CommandReader:
                                           command)
                 size, non_sync = int(match.group(1)), bool(match.group(2))
                 total += size
-                if non_sync and size > LITERAL_MINUS_MAX:
-                    raise NonSyncLiteralRefused(f"non-synchronizing literal of {size} octets exceeds the LITERAL- "
-                                                f"limit of {LITERAL_MINUS_MAX}; send it synchronizing", tag, command)
                 if size > limit or total > total_limit:
                     refused = NonSyncLiteralRefused if non_sync else LiteralTooLarge
                     raise refused(f"literal of {size} octets exceeds the limit of {limit}{when}", tag, command)

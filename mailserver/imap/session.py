@@ -139,7 +139,7 @@ class Session(MailboxCommands, MessageCommands):
         return self.tls or not self.config.auth_require_tls
 
     def capabilities(self) -> list[str]:
-        caps = ["IMAP4rev1", "LITERAL-", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
+        caps = ["IMAP4rev1", "LITERAL+", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
                 "UNSELECT", "CHILDREN", "CONDSTORE", f"APPENDLIMIT={self.config.max_append_size}"]
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
