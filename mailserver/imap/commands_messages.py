@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from mailserver.blob.api import BlobNotFound
 from mailserver.imap.commands_mailboxes import parse_flags
+from mailserver.imap.esearch import esearch_response, split_return_options
 from mailserver.imap.fetch import Attribute, Content, FetchRequest, StreamSlice, parse_request, render
 from mailserver.imap.parser import Args, Command, ParseError
 from mailserver.imap.response import number
@@ -100,7 +101,8 @@ class MessageCommands(SessionBase):
 
     # -- SEARCH -------------------------------------------------------------------------------------------
     async def cmd_search(self, command: Command, args: Args) -> str:
-        query = parse_query(args.rest())
+        options, criteria = split_return_options(args.rest())
+        query = parse_query(criteria)
         selected = self._sel()
         by_uid = command.name == "UID SEARCH"
         uids = list(selected.uids)
@@ -120,9 +122,14 @@ class MessageCommands(SessionBase):
 
         found = await self.blocking(evaluate)
         numbers = [uid if by_uid else seq for seq, uid, _ in found]
+        highest = max(m for _, _, m in found) if query.modseq and found else None
+        if options is not None:
+            await self.send(esearch_response(command.tag, by_uid=by_uid, options=options, numbers=numbers,
+                                             modseq=highest))
+            return "OK SEARCH completed"
         line = b"* SEARCH" + b"".join(b" " + number(n) for n in numbers)
-        if query.modseq and found:
-            line += b" (MODSEQ " + number(max(m for _, _, m in found)) + b")"
+        if highest is not None:
+            line += b" (MODSEQ " + number(highest) + b")"
         await self.send(line + b"\r\n")
         return "OK SEARCH completed"
 

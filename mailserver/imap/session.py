@@ -140,7 +140,7 @@ class Session(MailboxCommands, MessageCommands):
 
     def capabilities(self) -> list[str]:
         caps = ["IMAP4rev1", "LITERAL+", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
-                "UNSELECT", "CHILDREN", "CONDSTORE", f"APPENDLIMIT={self.config.max_append_size}"]
+                "UNSELECT", "CHILDREN", "CONDSTORE", "ESEARCH", f"APPENDLIMIT={self.config.max_append_size}"]
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
                 caps.append("STARTTLS")
