@@ -1,16 +1,20 @@
 """Commands of the authenticated state about mailboxes: SELECT, EXAMINE, CREATE, DELETE, RENAME,
-SUBSCRIBE, UNSUBSCRIBE, LIST, LSUB, STATUS, NAMESPACE, APPEND (a mixin of ``Session``)."""
+SUBSCRIBE, UNSUBSCRIBE, LIST (with LIST-EXTENDED, SPECIAL-USE, LIST-STATUS), LSUB, STATUS, NAMESPACE,
+APPEND (a mixin of ``Session``)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from mailserver.imap.list_request import parse_list
+from mailserver.imap.listing import Entry, list_entries
 from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normalize
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
 from mailserver.imap.response import astring, number, parse_date_time
 from mailserver.imap.selected import SelectedMailbox, applicable_flags
 from mailserver.imap.session_base import No, SessionBase, State
+from mailserver.imap.status_items import parse_status_items
 from mailserver.mailbox.errors import MailboxNotFound, MaintenanceMode
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import DELIMITER, INBOX, MailboxPath
@@ -18,7 +22,6 @@ from mailserver.model.mailbox import DELIMITER, INBOX, MailboxPath
 log = logging.getLogger(__name__)
 
 _SYSTEM = {f"\\{flag.value.upper()}": flag for flag in SystemFlag}
-STATUS_ITEMS = {"MESSAGES", "RECENT", "UIDNEXT", "UIDVALIDITY", "UNSEEN", "HIGHESTMODSEQ"}
 
 
 def parse_flags(tokens: list[Any]) -> Flags:
@@ -39,15 +42,6 @@ def parse_flags(tokens: list[Any]) -> Flags:
         else:
             user.add(str(token))
     return Flags(frozenset(system), frozenset(user))
-
-
-def hierarchy_levels(names: set[str]) -> set[str]:
-    """Every ancestor of ``names`` (``a.b.c`` -> ``a``, ``a.b``)."""
-    levels: set[str] = set()
-    for name in names:
-        parts = name.split(DELIMITER)
-        levels.update(DELIMITER.join(parts[:i]) for i in range(1, len(parts)))
-    return levels
 
 
 def wire_name(name: str) -> bytes:
@@ -180,29 +174,32 @@ class MailboxCommands(SessionBase):
             raise ParseError(str(exc)) from None
 
     async def cmd_list(self, command: Command, args: Args) -> str:
-        if isinstance(args.peek(), list):
-            raise ParseError("LIST selection options are not supported (no LIST-EXTENDED)")
-        reference, pattern = self._patterns(args)
-        if not pattern:
+        request = parse_list(args)
+        if request.patterns == ("",):
             await self.send(b'* LIST (\\Noselect) "' + DELIMITER.encode() + b'" ""\r\n')
             return "OK LIST completed"
         assert self.user is not None
-        user, matcher = self.user, self._list_pattern(reference, pattern)
+        user = self.user
+        matchers = [self._list_pattern(request.reference, pattern) for pattern in request.patterns if pattern]
+        wants_subscriptions = bool({"SUBSCRIBED"} & (request.select | request.returns))
 
-        def listing() -> bytes:
+        def listing() -> list[Entry]:
             # In a worker thread: a user with many mailboxes costs this session time, never the loop's.
-            existing = {m.path.name for m in self.manager.list_mailboxes(user)}
-            parents = {name.rpartition(DELIMITER)[0] for name in existing if DELIMITER in name}
-            levels = hierarchy_levels(existing) - existing   # names kept only as levels: \\Noselect
-            lines = []
-            for name in sorted(existing | levels):
-                if matcher.matches(name):
-                    children = b"\\HasChildren" if name in parents else b"\\HasNoChildren"
-                    flags = b"(\\Noselect " + children + b")" if name in levels else b"(" + children + b")"
-                    lines.append(b"* LIST " + flags + b' "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n")
-            return b"".join(lines)
+            existing = [m.path.name for m in self.manager.list_mailboxes(user)]
+            subscribed = self.server.subscriptions.subscriptions(user) if wants_subscriptions else []
+            return list_entries(request, matchers, existing, subscribed)
 
-        await self.send(await self.blocking(listing))
+        for entry in await self.blocking(listing):
+            line = (b"* LIST (" + b" ".join(entry.attributes) + b') "' + DELIMITER.encode() + b'" '
+                    + wire_name(entry.name))
+            if entry.child_info_subscribed:
+                line += b' ("CHILDINFO" ("SUBSCRIBED"))'
+            await self.send(line + b"\r\n")
+            if request.status_items and entry.exists:   # RFC 5819: right after the mailbox's LIST line
+                try:
+                    await self._send_status(entry.name, request.status_items)
+                except MailboxNotFound:
+                    pass   # deleted since it was listed: nothing to report
         return "OK LIST completed"
 
     async def cmd_lsub(self, command: Command, args: Args) -> str:
@@ -223,11 +220,12 @@ class MailboxCommands(SessionBase):
     # -- STATUS / NAMESPACE ------------------------------------------------------------------------------
     async def cmd_status(self, command: Command, args: Args) -> str:
         name = self._name(args)
-        items = [str(i).upper() for i in args.paren_list("status items")]
+        items = parse_status_items(args.paren_list("status items"))
         args.end()
-        unknown = [i for i in items if i not in STATUS_ITEMS]
-        if unknown or not items:
-            raise ParseError(f"unknown STATUS item(s) {' '.join(unknown)}" if unknown else "STATUS needs items")
+        await self._send_status(name, items)
+        return "OK STATUS completed"
+
+    async def _send_status(self, name: str, items: list[str] | tuple[str, ...]) -> None:
         path = self.path(name)
 
         def status() -> dict[str, int]:
@@ -242,7 +240,6 @@ class MailboxCommands(SessionBase):
         values = await self.blocking(status)
         body = b" ".join(item.encode() + b" " + number(values[item]) for item in items)
         await self.send(b"* STATUS " + wire_name(name) + b" (" + body + b")\r\n")
-        return "OK STATUS completed"
 
     async def cmd_namespace(self, command: Command, args: Args) -> str:
         args.end()

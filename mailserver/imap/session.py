@@ -43,7 +43,7 @@ from mailserver.mailbox.errors import (
 )
 from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.model.address import InvalidAddress, Username
-from mailserver.model.mailbox import InvalidMailboxName, MailboxPath, printable
+from mailserver.model.mailbox import INBOX, InvalidMailboxName, MailboxPath, printable
 from mailserver.observability.logging import mdc
 from mailserver.serving.connection_caps import Over
 
@@ -140,7 +140,8 @@ class Session(MailboxCommands, MessageCommands):
 
     def capabilities(self) -> list[str]:
         caps = ["IMAP4rev1", "LITERAL+", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
-                "UNSELECT", "CHILDREN", "CONDSTORE", "ESEARCH", f"APPENDLIMIT={self.config.max_append_size}"]
+                "UNSELECT", "CHILDREN", "LIST-EXTENDED", "LIST-STATUS", "SPECIAL-USE", "CONDSTORE", "ESEARCH",
+                f"APPENDLIMIT={self.config.max_append_size}"]
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
                 caps.append("STARTTLS")
@@ -436,12 +437,13 @@ class Session(MailboxCommands, MessageCommands):
         return reply
 
     async def _provision_inbox(self) -> None:
-        """As James at IMAP login: create INBOX when the user has none yet."""
+        """As James at IMAP login: create INBOX, subscribed, when the user has none yet."""
         assert self.user is not None
-        inbox = MailboxPath.inbox(self.user)
+        user, inbox = self.user, MailboxPath.inbox(self.user)
         try:
             if not await self.blocking(self.manager.mailbox_exists, inbox):
                 await self.blocking(self.manager.create_mailbox, inbox)
+                await self.blocking(self.server.subscriptions.subscribe, user, INBOX)
         except (MailboxExists, MaintenanceMode):
             pass
         except Exception:

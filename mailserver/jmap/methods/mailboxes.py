@@ -8,10 +8,10 @@ from typing import Any
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods.arguments import check_get_size, only, optional_ids, properties
-from mailserver.jmap.methods.mailbox_roles import role_of, sort_order_of
 from mailserver.jmap.methods.query_window import simple_filter, window
 from mailserver.jmap.methods.states import mailbox_state
 from mailserver.mailbox.manager import MailboxState
+from mailserver.mailbox.roles import role_of, sort_order_of
 from mailserver.model.ids import MailboxId
 from mailserver.model.mailbox import DELIMITER, Mailbox
 

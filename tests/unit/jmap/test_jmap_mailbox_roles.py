@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mailserver.jmap.methods.mailbox_roles import role_of, sort_order_of
+from mailserver.mailbox.roles import role_of, sort_order_of
 from mailserver.model.ids import MailboxId
 from mailserver.model.mailbox import Mailbox, MailboxPath
 

@@ -1,6 +1,10 @@
-"""A mailbox's role (RFC 8621 2) and sort order, from its name as James's ``Role.from`` and
-``SortOrder`` give them: INBOX in any case, the other default names exactly, and a name starting
-with ``x-`` as a role of its own."""
+"""A mailbox's role and sort order, from its name as James's ``Role.from`` and ``SortOrder`` give
+them: INBOX in any case, the other default names exactly, and a name starting with ``x-`` as a
+role of its own.
+
+One table for every protocol, as James's ``Role`` lives in its mailbox API: JMAP shows the role
+(RFC 8621 2), IMAP the SPECIAL-USE attribute of the roles RFC 6154 names (``imap/special_use.py``).
+"""
 
 from __future__ import annotations
 
@@ -32,9 +36,14 @@ def _role(name: str) -> tuple[str, int] | None:
     return None
 
 
-def role_of(mailbox: Mailbox) -> str | None:
-    found = _role(mailbox.path.name)
+def role_of_name(name: str) -> str | None:
+    """The role of the user's own mailbox called ``name`` (its path name, not the wire form)."""
+    found = _role(name)
     return found[0] if found else None
+
+
+def role_of(mailbox: Mailbox) -> str | None:
+    return role_of_name(mailbox.path.name)
 
 
 def sort_order_of(mailbox: Mailbox) -> int:
