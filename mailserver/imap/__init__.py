@@ -18,6 +18,8 @@ parse server responses. So the protocol lives here, one idea per module:
 * ``search``     SEARCH criteria evaluated by scanning metadata, headers and content;
 * ``selected``   the selected mailbox: sequence number <-> uid map and untagged updates;
 * ``watcher``    wakes IDLE sessions when their mailbox changes;
+* ``list_request``, ``listing``, ``special_use``  LIST's extended arguments and its entries;
+* ``esearch``    SEARCH RETURN options and the ``* ESEARCH`` reply;
 * ``session``, ``commands_*``  the state machine and the command handlers;
 * ``server``     the asyncio server, connection cap, maintenance mode, its thread.
 

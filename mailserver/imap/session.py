@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from mailserver import randomness
 from mailserver.imap.commands_mailboxes import MailboxCommands
 from mailserver.imap.commands_messages import MessageCommands
+from mailserver.imap.commands_quota import QuotaCommands
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
 from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge, NonSyncLiteralRefused
 from mailserver.imap.response import quoted
@@ -74,12 +75,14 @@ COMMANDS: dict[str, tuple[str, frozenset[State]]] = {
     "STORE": ("cmd_store", SELECTED), "UID STORE": ("cmd_store", SELECTED),
     "COPY": ("cmd_copy", SELECTED), "UID COPY": ("cmd_copy", SELECTED),
     "MOVE": ("cmd_move", SELECTED), "UID MOVE": ("cmd_move", SELECTED),
+    "GETQUOTAROOT": ("cmd_getquotaroot", AUTH), "GETQUOTA": ("cmd_getquota", AUTH),
+    "SETQUOTA": ("cmd_setquota", AUTH),
 }
 # RFC 3501 §7.4.1: no EXPUNGE response while these run (sequence numbers would shift under the client).
 NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH"}
 
 
-class Session(MailboxCommands, MessageCommands):
+class Session(MailboxCommands, MessageCommands, QuotaCommands):
     def __init__(self, server: ImapServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.server = server
         self.config = server.config
@@ -141,6 +144,7 @@ class Session(MailboxCommands, MessageCommands):
     def capabilities(self) -> list[str]:
         caps = ["IMAP4rev1", "LITERAL+", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
                 "UNSELECT", "CHILDREN", "LIST-EXTENDED", "LIST-STATUS", "SPECIAL-USE", "CONDSTORE", "ESEARCH",
+                "QUOTA", "QUOTA=RES-MESSAGE", "QUOTA=RES-STORAGE",
                 f"APPENDLIMIT={self.config.max_append_size}"]
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
