@@ -81,6 +81,9 @@ TABLES: tuple[Table, ...] = (
     t("user", "users", "Source of truth: users (lower-cased name, password hash and algorithm).", ["name"],
       {"name": "text", "realname": "text", "passwd": "text", "algorithm": "text",
        "authorized_users": "set<text>", "delegated_users": "set<text>"}),
+    t("droplist", "users", "Source of truth: denied senders (address or domain) by owner scope "
+      "(GLOBAL, DOMAIN, USER) and owner ('' for GLOBAL).", ["owner_scope", "owner", "denied_entity"],
+      {"owner_scope": "text", "owner": "text", "denied_entity": "text", "denied_entity_type": "text"}),
     # -- mailboxes ------------------------------------------------------------------------------
     t("mailbox", "mailbox", "Projection: mailbox by id (path and uidvalidity); truth is mailboxPathV3.",
       ["id"], {"id": "timeuuid", "mailboxbase": "frozen<mailboxBase>", "name": "text", "uidvalidity": "bigint"}),

@@ -137,6 +137,15 @@ class CassandraSession:
             batch.add(self.prepare(cql), params)
         self.session.execute(batch)
 
+    def execute_logged_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Writes to several partitions that must all happen or none: one logged batch (the batch
+        log replays it if the coordinator dies half-way), as James's LOGGED batches."""
+        batch = BatchStatement(batch_type=BatchType.LOGGED)
+        for cql, params in statements:
+            self.faults.check(cql)
+            batch.add(self.prepare(cql), params)
+        self.session.execute(batch)
+
     def execute_counter_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Counter updates sent as one request: a client dying after sending it cannot split them."""
         batch = BatchStatement(batch_type=BatchType.COUNTER)

@@ -271,7 +271,10 @@ class WebAdminRole(HttpRole):
                  lifecycle: ApplicationLifecycle | None = None, vault: VaultParts | None = None) -> None:
         import uvicorn
 
+        from mailserver.droplist.cassandra import CassandraDropList
+        from mailserver.sieve.cassandra_quota import CassandraSieveQuotas
         from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
+        from mailserver.users.cassandra_delegation import CassandraDelegationStore
         from mailserver.webadmin.app import create_app
         from mailserver.webadmin.context import WebAdminContext
         from mailserver.webadmin.server import ServerConfig, uvicorn_config
@@ -291,6 +294,9 @@ class WebAdminRole(HttpRole):
                                                                                backends.bus.names),
                                   topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
                                   subscriptions=backends.subscriptions, vault=vault,
+                                  droplist=CassandraDropList(backends.session),
+                                  sieve_quotas=CassandraSieveQuotas(backends.session),
+                                  delegation=CassandraDelegationStore(backends.session, backends.users.contains),
                                   auth_throttle=backends.auth_throttle,
                                   max_header_bytes=config.max_header_bytes, max_headers=config.max_headers,
                                   docs=config.docs)

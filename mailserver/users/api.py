@@ -130,6 +130,17 @@ class UsersRepository(ABC):
     def list_users(self) -> Iterator[Username]:
         return self._names()
 
+    def list_users_of_domain(self, domain: Domain) -> Iterator[Username]:
+        """James's ``listUsersOfADomainReactive``: users whose domain part is ``domain``; without
+        virtual hosting names have no domain part, and every user belongs to every domain."""
+        for user in self._names():
+            try:
+                own = user.domain
+            except InvalidAddress:   # a row written by another tool: it belongs to no domain
+                continue
+            if own == domain if own is not None else not self.virtual_hosting:
+                yield user
+
     def count(self) -> int:
         return sum(1 for _ in self._names())
 

@@ -28,8 +28,10 @@ from mailserver.webadmin.json_body import JsonBodyMiddleware
 from mailserver.webadmin.routes import (
     address,
     cassandra_version,
+    delegation,
     deleted_messages,
     domains,
+    droplist,
     event_bus_groups,
     event_dead_letters,
     health,
@@ -39,6 +41,7 @@ from mailserver.webadmin.routes import (
     mappings,
     procedures,
     quotas,
+    sieve_quota,
     tasks,
     user_mailboxes,
     users,
@@ -67,11 +70,16 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     metrics.track_maintenance(guard.state)
 
     app.include_router(health.router(runner, metrics))
-    app.include_router(domains.router(ctx.domains, ctx.rrt))
+    app.include_router(domains.router(ctx.domains, ctx.rrt, ctx.users))
     app.include_router(users.router(ctx.users, ctx.rrt))
+    app.include_router(delegation.router(ctx.users, ctx.delegation))
     app.include_router(address.router(ctx.domains, ctx.users, ctx.rrt))
     app.include_router(mappings.router(ctx.domains, ctx.rrt))
     app.include_router(maintenance.router(ctx.maintenance, guard))
+    if ctx.droplist is not None:
+        app.include_router(droplist.router(ctx.droplist))
+    if ctx.sieve_quotas is not None:
+        app.include_router(sieve_quota.router(ctx.sieve_quotas, ctx.users))
     if ctx.tasks is not None:
         app.include_router(tasks.router(ctx.tasks))
     if ctx.queues is not None:

@@ -6,13 +6,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mailserver.domains.api import DomainList
+from mailserver.droplist.api import DropList
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
 from mailserver.observability.health import DEFAULT_TIMEOUT, HealthCheck
 from mailserver.observability.metrics import Metrics
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.sieve.quota import SieveQuotas
 from mailserver.users.api import UsersRepository
+from mailserver.users.delegation import DelegationStore
 from mailserver.webadmin.auth import AuthConfig
 from mailserver.webadmin.header_limits import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS
 
@@ -62,6 +65,9 @@ class WebAdminContext:
     # The mailboxes: /users/{u}/mailboxes and /quota (limits in its quota store); not served without it.
     mailboxes: MailboxManager | None = None
     subscriptions: SubscriptionStore | None = None      # ?task=subscribeAll on /users/{u}/mailboxes
+    droplist: DropList | None = None                    # /droplist
+    sieve_quotas: SieveQuotas | None = None             # /sieve/quota
+    delegation: DelegationStore | None = None           # /users/{u}/authorizedUsers (405 without it, as James)
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
     # Request heads: 431 past these (server.ServerConfig reads them from the environment).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES

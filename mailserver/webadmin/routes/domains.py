@@ -1,4 +1,4 @@
-"""``/domains`` (webadmin reference §4): list, check, add, remove; domain aliases on the RRT."""
+"""``/domains`` (webadmin reference §4): list, check, add, remove; domain aliases on the RRT; its users."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from mailserver.domains.api import DomainAlreadyExists, DomainList, DomainNotFou
 from mailserver.model.address import Domain, InvalidAddress
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.rrt.mapping import Mapping, MappingType
+from mailserver.users.api import UsersRepository
 from mailserver.webadmin import validation
 from mailserver.webadmin.errors import bad_request, not_found
 
@@ -33,7 +34,7 @@ def new_domain(raw: str) -> Domain:
         raise bad_request(str(exc)) from exc
 
 
-def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
+def router(domains: DomainList, rrt: RecipientRewriteTable, users: UsersRepository) -> APIRouter:
     api = APIRouter(tags=["domains"])
 
     @api.get("/domains", summary="List local domains")
@@ -67,6 +68,10 @@ def router(domains: DomainList, rrt: RecipientRewriteTable) -> APIRouter:
     def aliases(destination: str) -> list[dict[str, str]]:
         d = _managed(domains, destination)
         return [{"source": s.domain} for s in rrt.list_sources(Mapping.domain_alias(d)) if s.is_domain]
+
+    @api.get("/domains/{domain}/users", summary="Users of a local domain (James's listUsersOfADomain)")
+    def users_of(domain: str) -> list[str]:
+        return [u.value for u in users.list_users_of_domain(_managed(domains, domain))]
 
     @api.put("/domains/{destination}/aliases/{source}", status_code=NO_CONTENT, summary="Add a domain alias")
     def add_alias(destination: str, source: str) -> Response:

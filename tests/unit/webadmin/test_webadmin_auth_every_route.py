@@ -27,10 +27,12 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from mailserver.blob.memory import MemoryBlobStore
+from mailserver.droplist.memory import MemoryDropList
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import memory_context
 from mailserver.queue.memory import MemoryMailQueueFactory
 from mailserver.repository.memory import MemoryMailRepositoryStore
+from mailserver.sieve.quota import MemorySieveQuotas
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
@@ -55,7 +57,8 @@ FAMILIES = {"healthcheck", "metrics", "domains", "users", "address", "domainMapp
             "tasks", "mailQueues", "mailRepositories", "cassandra",
             "mailboxes", "messages", "quota",   # the maintenance procedures (Airflow DAG runs)
             "events",   # event dead letters and groups (503 without an event bus)
-            "deletedMessages"}   # the deleted messages vault (503 without it)
+            "deletedMessages",   # the deleted messages vault (503 without it)
+            "droplist", "sieve"}
 
 
 def full_app(auth: AuthConfig | None = None):
@@ -63,7 +66,8 @@ def full_app(auth: AuthConfig | None = None):
     ctx = make_context(auth, queues=MemoryMailQueueFactory(), repositories=MemoryMailRepositoryStore(),
                        tasks=TaskManager(MemoryTaskStore(), "auth-node"),
                        mailboxes=memory_context(MemoryBlobStore()).manager, subscriptions=MemorySubscriptionStore(),
-                       schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14))   # type: ignore[arg-type]
+                       schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14),   # type: ignore[arg-type]
+                       droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas())
     return create_app(ctx)
 
 
