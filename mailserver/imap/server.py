@@ -36,6 +36,7 @@ from mailserver.model.mailbox import MailboxPath
 from mailserver.observability.metrics import Metrics
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.connection_caps import ConnectionCaps
+from mailserver.serving.connections import ConnectionDescription, on_loop
 from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.users.api import UsersRepository
 
@@ -61,6 +62,7 @@ class ImapServer:
         self.watcher: MailboxWatcher = MailboxWatcher(self._probe, config.idle_poll_interval)
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.port: int | None = None
         if metrics is not None:
             metrics.gauge("imap.request.concurrent.count", lambda: float(self.in_flight), "IMAP commands running")
@@ -105,11 +107,23 @@ class ImapServer:
                 self._tasks.discard(task)
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self.pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix="imap-io")
         self._server = await asyncio.start_server(self._client, host=self.config.host, port=self.config.port,
                                                   limit=self.config.max_line_length + 2)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("IMAP server listening on %s:%s", self.config.host, self.port)
+
+    # -- WebAdmin's /servers/channels (serving.connections): on this server's loop -------------------
+    def describe_connections(self) -> list[ConnectionDescription]:
+        return on_loop(self._loop, lambda: [s.describe() for s in self.sessions])
+
+    def disconnect(self, usernames: frozenset[str] | None) -> None:
+        def close() -> None:
+            for session in list(self.sessions):
+                if usernames is None or (session.user is not None and session.user.value in usernames):
+                    session.close()
+        on_loop(self._loop, close)
 
     async def stop(self) -> None:
         if self._server is None:

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import binascii
 import contextvars
+import datetime as dt
 import functools
 import logging
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ from mailserver.model.address import InvalidAddress, Username
 from mailserver.model.mailbox import INBOX, InvalidMailboxName, MailboxPath, printable
 from mailserver.observability.logging import mdc
 from mailserver.serving.connection_caps import Over
+from mailserver.serving.connections import ConnectionDescription
 
 if TYPE_CHECKING:
     from mailserver.imap.server import ImapServer
@@ -95,6 +97,9 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         self.condstore = False
         self.auth_failures = 0
         self.session_id = randomness.token_hex(8)
+        self.connected_at = dt.datetime.now(dt.UTC)
+        self.request_count = 0
+        self.idling = False
         peer = writer.get_extra_info("peername")
         self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else None
         self.commands = CommandReader(reader, self.send, max_line_length=self.config.max_line_length,
@@ -204,6 +209,18 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         if not self.writer.is_closing():
             self.writer.close()
 
+    def describe(self) -> ConnectionDescription:
+        """James's IMAP channel description (``protocolSpecificInformation`` as strings)."""
+        specific = {"isIdling": str(self.idling).lower(), "requestCount": str(self.request_count)}
+        if self.user is not None:
+            specific["loggedInUser"] = self.user.value
+        if self.selected is not None:
+            specific["selectedMailbox"] = str(self.selected.mailbox.id)
+        open_ = not self.writer.is_closing()
+        return ConnectionDescription("IMAP", "imapserver", self.ip, self.connected_at, is_active=open_,
+                                     is_open=open_, is_writable=open_, is_encrypted=self.tls,
+                                     username=self.user.value if self.user else None, protocol_specific=specific)
+
     async def _loop(self) -> None:
         while self.state is not State.LOGOUT:
             try:
@@ -225,6 +242,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                 else:
                     await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
                 continue
+            self.request_count += 1
             try:
                 command = parse_command(segments)
             except ParseError as exc:
@@ -462,6 +480,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.idle_timeout
         line_task = asyncio.ensure_future(self.commands.read_line())
+        self.idling = True
         try:
             while True:
                 selected = self.selected
@@ -490,5 +509,6 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                     continue
                 raise Bye("Autologout; idle for too long")
         finally:
+            self.idling = False
             if not line_task.done():
                 line_task.cancel()

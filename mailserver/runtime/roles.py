@@ -27,6 +27,7 @@ from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
 from mailserver.runtime.settings import ServeSettings
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.serving.connections import ConnectionRegistry
 from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.serving.uvicorn_thread import UvicornThread
 from mailserver.smtp import SmtpServer, SmtpServerThread
@@ -113,13 +114,15 @@ class SmtpRole(ServerRole):
     name = "smtp"
 
     def __init__(self, settings: ServeSettings, backends: Backends, container: MailetContainer,
-                 monitor: HealthMonitor) -> None:
+                 monitor: HealthMonitor, connections: ConnectionRegistry | None = None) -> None:
         server = SmtpServer(settings.smtp, container.context.spool, backends.domains, backends.users,
                             store=backends.contents, healthy=monitor.healthy, healthy_in_memory=True,
                             maintenance=lambda: not backends.guard.smtp_allowed(),
                             maintenance_known=backends.guard.in_maintenance_if_known, metrics=backends.metrics,
                             rewriter=container.context.rewriter, postmaster=container.context.postmaster,
                             auth_throttle=backends.auth_throttle)
+        if connections is not None:
+            connections.register(server)
         self.thread = SmtpServerThread(server, event_loop=settings.event_loop)
 
 
@@ -128,7 +131,8 @@ class ImapRole(ServerRole):
 
     name = "imap"
 
-    def __init__(self, settings: ServeSettings, backends: Backends) -> None:
+    def __init__(self, settings: ServeSettings, backends: Backends,
+                 connections: ConnectionRegistry | None = None) -> None:
         from mailserver.imap import ImapServer, ImapServerThread
         from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 
@@ -136,6 +140,8 @@ class ImapRole(ServerRole):
                             subscriptions=CassandraSubscriptionStore(backends.session),
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
                             auth_throttle=backends.auth_throttle)
+        if connections is not None:
+            connections.register(server)
         self.thread = ImapServerThread(server, event_loop=settings.event_loop)
 
 
@@ -268,7 +274,8 @@ class WebAdminRole(HttpRole):
     name = "webadmin"
 
     def __init__(self, backends: Backends, env: Any, tasks: TaskServices,
-                 lifecycle: ApplicationLifecycle | None = None, vault: VaultParts | None = None) -> None:
+                 lifecycle: ApplicationLifecycle | None = None, vault: VaultParts | None = None,
+                 connections: ConnectionRegistry | None = None) -> None:
         import uvicorn
 
         from mailserver.droplist.cassandra import CassandraDropList
@@ -294,7 +301,7 @@ class WebAdminRole(HttpRole):
                                                                                backends.bus.names),
                                   topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
                                   subscriptions=backends.subscriptions, vault=vault,
-                                  droplist=CassandraDropList(backends.session),
+                                  connections=connections, droplist=CassandraDropList(backends.session),
                                   sieve_quotas=CassandraSieveQuotas(backends.session),
                                   delegation=CassandraDelegationStore(backends.session, backends.users.contains),
                                   auth_throttle=backends.auth_throttle,

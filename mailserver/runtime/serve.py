@@ -35,6 +35,7 @@ from mailserver.runtime.roles import (
     WebAdminRole,
 )
 from mailserver.runtime.settings import ServeSettings
+from mailserver.serving.connections import ConnectionRegistry
 from mailserver.tasks.builtin.dag_run import Polling
 from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
 from mailserver.tasks.builtin.registration import EventBusParts
@@ -127,16 +128,17 @@ class Server:
                                    dag_runs=dag_runs, polling=polling, event_bus=event_bus,
                                    mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions,
                                    vault=vault)
+        connections = ConnectionRegistry()   # this node's IMAP and SMTP sessions, for WebAdmin's /servers/channels
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
             "tasks": lambda: TasksRole(tasks),
-            "webadmin": lambda: WebAdminRole(backends, self.env, tasks, self.lifecycle, vault),
+            "webadmin": lambda: WebAdminRole(backends, self.env, tasks, self.lifecycle, vault, connections),
             "listeners": lambda: ListenersRole(s, backends),
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
-            "imap": lambda: ImapRole(s, backends),
+            "imap": lambda: ImapRole(s, backends, connections),
             "jmap": lambda: JmapRole.on(backends, self.env),
-            "smtp": lambda: SmtpRole(s, backends, container, self.monitor),   # type: ignore[arg-type]
+            "smtp": lambda: SmtpRole(s, backends, container, self.monitor, connections),   # type: ignore[arg-type]
         }
         start_roles(self.lifecycle, builders, self.roles)
         log.info("mailserver started on node %s with roles %s", s.node_name, ", ".join(r.name for r in self.roles))

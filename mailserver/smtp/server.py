@@ -27,6 +27,7 @@ session made too many errors, and the error that reaches ``hard_error_limit`` is
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,7 @@ from mailserver.queue.api import MailQueue
 from mailserver.queue.content import MimeMessageStore
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.serving.connections import ConnectionDescription, on_loop
 from mailserver.serving.server_thread import AsyncServerThread
 from mailserver.smtp.backpressure import (
     BackPressure,
@@ -100,6 +102,7 @@ class IntakeSMTP(SMTP):
         self._mid_reply = False   # the last line pushed was not the last of its reply
         self.session_id = randomness.token_hex(8)
         self.remote_addr: str | None = None
+        self.connected_at: dt.datetime | None = None
         self.remote_host = "unknown"
         self._counted = False
         self.ending = False   # the session is being closed: commands already received are not run
@@ -162,6 +165,7 @@ class IntakeSMTP(SMTP):
             if isinstance(peer, tuple) and peer:
                 self.remote_addr = str(peer[0])
                 self.remote_host = self.remote_addr  # no reverse DNS lookup (module docs)
+            self.connected_at = dt.datetime.now(dt.UTC)
             self.owner._sessions.add(self)
             self.owner.limits.opened(self.remote_addr)
 
@@ -257,6 +261,21 @@ class IntakeSMTP(SMTP):
         if pipelined:
             log.warning("input pipelined after DATA (PIPELINING not offered): closing the session")
             self.close_now()
+
+    # -- WebAdmin's /servers/channels ---------------------------------------------------------
+    @property
+    def user(self) -> Username | None:
+        user = self.session.auth_data if self.session is not None and self.session.authenticated else None
+        return user if isinstance(user, Username) else None
+
+    def describe(self) -> ConnectionDescription:
+        transport = self.transport
+        open_ = transport is not None and not transport.is_closing()
+        user = self.user
+        return ConnectionDescription("SMTP", "smtpserver", self.remote_addr, self.connected_at, is_active=open_,
+                                     is_open=open_, is_writable=open_, is_encrypted=self.tls_info() is not None,
+                                     username=user.value if user else None,
+                                     protocol_specific={"loggedInUser": user.value} if user else {})
 
     # -- logging context ---------------------------------------------------------------------
     def _mdc_fields(self) -> dict[str, Any]:
@@ -370,6 +389,7 @@ class SmtpServer:
         self._server: asyncio.AbstractServer | None = None
         self._sessions: set[IntakeSMTP] = set()
         self.limits = ConnectionLimits(config.max_connections, config.max_connections_per_ip)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.port: int | None = None
 
     def _protocol(self) -> IntakeSMTP:
@@ -382,10 +402,21 @@ class SmtpServer:
                           loop=asyncio.get_running_loop())
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._protocol, host=self.config.host, port=self.config.port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("SMTP server listening on %s:%s", self.config.host, self.port)
+
+    def describe_connections(self) -> list[ConnectionDescription]:
+        return on_loop(self._loop, lambda: [s.describe() for s in self._sessions])
+
+    def disconnect(self, usernames: frozenset[str] | None) -> None:
+        def close() -> None:
+            for session in list(self._sessions):
+                user = session.user
+                if session.transport is not None and (usernames is None or (user and user.value in usernames)):
+                    session.transport.close()
+        on_loop(self._loop, close)
 
     async def stop(self) -> None:
         if self._server is None:

@@ -41,6 +41,7 @@ from mailserver.webadmin.routes import (
     mappings,
     procedures,
     quotas,
+    servers,
     sieve_quota,
     tasks,
     user_mailboxes,
@@ -76,6 +77,8 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     app.include_router(address.router(ctx.domains, ctx.users, ctx.rrt))
     app.include_router(mappings.router(ctx.domains, ctx.rrt))
     app.include_router(maintenance.router(ctx.maintenance, guard))
+    if ctx.connections is not None:
+        app.include_router(servers.router(ctx.connections))
     if ctx.droplist is not None:
         app.include_router(droplist.router(ctx.droplist))
     if ctx.sieve_quotas is not None:

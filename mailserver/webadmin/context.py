@@ -13,6 +13,7 @@ from mailserver.observability.health import DEFAULT_TIMEOUT, HealthCheck
 from mailserver.observability.metrics import Metrics
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.security.auth_throttle import AuthThrottle
+from mailserver.serving.connections import ConnectionRegistry
 from mailserver.sieve.quota import SieveQuotas
 from mailserver.users.api import UsersRepository
 from mailserver.users.delegation import DelegationStore
@@ -65,6 +66,7 @@ class WebAdminContext:
     # The mailboxes: /users/{u}/mailboxes and /quota (limits in its quota store); not served without it.
     mailboxes: MailboxManager | None = None
     subscriptions: SubscriptionStore | None = None      # ?task=subscribeAll on /users/{u}/mailboxes
+    connections: ConnectionRegistry | None = None       # /servers/channels, /servers/connectedUsers
     droplist: DropList | None = None                    # /droplist
     sieve_quotas: SieveQuotas | None = None             # /sieve/quota
     delegation: DelegationStore | None = None           # /users/{u}/authorizedUsers (405 without it, as James)

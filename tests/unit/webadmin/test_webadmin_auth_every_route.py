@@ -32,6 +32,7 @@ from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import memory_context
 from mailserver.queue.memory import MemoryMailQueueFactory
 from mailserver.repository.memory import MemoryMailRepositoryStore
+from mailserver.serving.connections import ConnectionRegistry
 from mailserver.sieve.quota import MemorySieveQuotas
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.manager import TaskManager
@@ -58,7 +59,7 @@ FAMILIES = {"healthcheck", "metrics", "domains", "users", "address", "domainMapp
             "mailboxes", "messages", "quota",   # the maintenance procedures (Airflow DAG runs)
             "events",   # event dead letters and groups (503 without an event bus)
             "deletedMessages",   # the deleted messages vault (503 without it)
-            "droplist", "sieve"}
+            "droplist", "sieve", "servers"}
 
 
 def full_app(auth: AuthConfig | None = None):
@@ -67,7 +68,7 @@ def full_app(auth: AuthConfig | None = None):
                        tasks=TaskManager(MemoryTaskStore(), "auth-node"),
                        mailboxes=memory_context(MemoryBlobStore()).manager, subscriptions=MemorySubscriptionStore(),
                        schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14),   # type: ignore[arg-type]
-                       droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas())
+                       droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas(), connections=ConnectionRegistry())
     return create_app(ctx)
 
 
