@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +14,22 @@ from mailserver.jmap.uploads import UploadRepository
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.mailbox.store import FastViewStore
 from mailserver.mailbox.subscriptions import SubscriptionStore
-from mailserver.model.address import Username
+from mailserver.model.address import MailAddress, Username
+from mailserver.queue.api import MailQueue
 
 
 def account_id(user: Username) -> str:
     """James's account id: the SHA-256 of the username, in hex."""
     return hashlib.sha256(str(user).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What ``EmailSubmission/set`` sends through: the spool the SMTP intake enqueues on (so the
+    mailet container processes the mail), and who may send from which address."""
+
+    spool: MailQueue
+    can_send_from: Callable[[Username, MailAddress], bool]
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,7 @@ class MailServices:
     # Written by the change listener group: register it on the mailbox bus (``ChangeLogs.listen``).
     changes: ChangeLogs = field(default_factory=ChangeLogs)
     uploads: UploadRepository | None = None         # None: uploads are refused (503)
+    submission: Submission | None = None          # None: EmailSubmission is not offered
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,8 @@ class CallContext:
     user: Username
     services: MailServices
     limits: CoreLimits
+    # Creation id -> id of what this request created (RFC 8620 5.3), for ``#creationId`` references.
+    created_ids: dict[str, str] = field(default_factory=dict)
 
     @property
     def account_id(self) -> str:
@@ -56,3 +70,9 @@ class CallContext:
         if given != self.account_id:
             raise MethodError("accountNotFound")
         return given
+
+    def resolve_id(self, value: str) -> str:
+        """An id, or a ``#creationId`` of this request replaced by the id it created (unchanged when unknown)."""
+        if value.startswith("#"):
+            return self.created_ids.get(value[1:], value)
+        return value

@@ -10,7 +10,7 @@ method runs; ``/upload`` and ``/download`` are ``blob_routes``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -52,6 +52,10 @@ def create_app(ctx: JmapContext) -> FastAPI:
     def base_url(request: Request) -> str:
         return (ctx.base_url or str(request.base_url)).rstrip("/")
 
+    def session_of(request: Request) -> dict[str, object]:
+        return session(request.state.user, ctx.limits, base_url(request),
+                       submission=ctx.services.submission is not None)
+
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if request.url.path == WELL_KNOWN:
@@ -68,7 +72,7 @@ def create_app(ctx: JmapContext) -> FastAPI:
 
     @app.get(SESSION)
     async def session_resource(request: Request) -> JSONResponse:
-        return JSONResponse(session(request.state.user, ctx.limits, base_url(request)))
+        return JSONResponse(session_of(request))
 
     @app.post("/jmap")
     async def api(request: Request) -> JSONResponse:
@@ -77,9 +81,11 @@ def create_app(ctx: JmapContext) -> FastAPI:
             with concurrent.slot(user):
                 body = await _bounded_body(request, ctx.limits.max_size_request)
                 parsed = parse_request(body, request.headers.get("content-type"), ctx.limits, KNOWN)
-                state = session(user, ctx.limits, base_url(request))["state"]
-                response = await run_in_threadpool(engine.run, parsed, CallContext(user, ctx.services, ctx.limits),
-                                                   state)
+                state = str(session_of(request)["state"])
+                call_context = CallContext(user, ctx.services, ctx.limits, dict(parsed.created_ids or {}))
+                response = await run_in_threadpool(engine.run, parsed, call_context, state)
+                if parsed.created_ids is not None:   # given in the request: answered with what was created
+                    response = replace(response, created_ids=call_context.created_ids)
         except TooManyRequests:
             return problem(limit_exceeded("maxConcurrentRequests", "Too many requests of this user are running"))
         except RequestError as error:

@@ -7,7 +7,8 @@ from typing import Any
 
 CORE = "urn:ietf:params:jmap:core"
 MAIL = "urn:ietf:params:jmap:mail"
-KNOWN = frozenset({CORE, MAIL})
+SUBMISSION = "urn:ietf:params:jmap:submission"
+KNOWN = frozenset({CORE, MAIL, SUBMISSION})
 
 # James's defaults.
 MAX_SIZE_UPLOAD = 30 * 1024 * 1024
@@ -48,3 +49,8 @@ def mail_account_capability() -> dict[str, Any]:
         "emailQuerySortOptions": list(EMAIL_SORT_OPTIONS),
         "mayCreateTopLevelMailbox": True,
     }
+
+
+def submission_account_capability() -> dict[str, Any]:
+    """No delayed sending (``holdFor`` / ``holdUntil`` are refused), no SMTP extension offered."""
+    return {"maxDelayedSend": 0, "submissionExtensions": {}}

@@ -21,11 +21,20 @@ Context = TypeVar("Context")
 
 
 @dataclass(frozen=True)
+class Followed:
+    """A method's answer followed by implicit calls' responses under the same call id (RFC 8621
+    7.5: ``EmailSubmission/set``'s ``onSuccessUpdateEmail`` answers as an ``Email/set``)."""
+
+    answer: dict[str, Any]
+    implicit: list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
 class Method(Generic[Context]):
     """A method: the capability ``using`` must name for it, and what answers its arguments."""
 
     capability: str
-    handle: Callable[[dict[str, Any], Context], dict[str, Any]]
+    handle: Callable[[dict[str, Any], Context], dict[str, Any] | Followed]
 
 
 @dataclass(frozen=True)
@@ -49,20 +58,23 @@ class Engine(Generic[Context]):
     def run(self, request: Request, context: Context, session_state: str) -> Response:
         responses: list[Invocation] = []
         for call in request.method_calls:
-            responses.append(self._call(call, request, context, responses))
+            responses.extend(self._call(call, request, context, responses))
         return Response(responses, request.created_ids, session_state)
 
     def _call(self, call: Invocation, request: Request, context: Context,
-              responses: list[Invocation]) -> Invocation:
+              responses: list[Invocation]) -> list[Invocation]:
         method = self.methods.get(call.name)
         try:
             if method is None or method.capability not in request.using:
                 raise MethodError("unknownMethod", f"{call.name} is not a method of the capabilities used")
             answer = method.handle(resolve(call.arguments, responses), context)
         except MethodError as error:
-            return Invocation("error", error.arguments(), call.call_id)
+            return [Invocation("error", error.arguments(), call.call_id)]
         except Exception:   # one broken call must not take the whole request down
             log.exception("JMAP method %s failed", call.name)
-            return Invocation("error", MethodError("serverFail", "the server failed to answer this call")
-                              .arguments(), call.call_id)
-        return Invocation(call.name, answer, call.call_id)
+            return [Invocation("error", MethodError("serverFail", "the server failed to answer this call")
+                               .arguments(), call.call_id)]
+        if isinstance(answer, Followed):
+            return [Invocation(call.name, answer.answer, call.call_id),
+                    *(Invocation(name, arguments, call.call_id) for name, arguments in answer.implicit)]
+        return [Invocation(call.name, answer, call.call_id)]

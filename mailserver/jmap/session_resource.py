@@ -7,17 +7,30 @@ import json
 from typing import Any
 
 from mailserver.jmap.account import account_id
-from mailserver.jmap.capabilities import CORE, MAIL, CoreLimits, mail_account_capability
+from mailserver.jmap.capabilities import (
+    CORE,
+    MAIL,
+    SUBMISSION,
+    CoreLimits,
+    mail_account_capability,
+    submission_account_capability,
+)
 from mailserver.model.address import Username
 
 
-def session(user: Username, limits: CoreLimits, base_url: str) -> dict[str, Any]:
+def session(user: Username, limits: CoreLimits, base_url: str, *, submission: bool = False) -> dict[str, Any]:
+    """``submission``: EmailSubmission is offered (the server has a spool to send through)."""
     account = account_id(user)
+    capabilities: dict[str, Any] = {CORE: limits.capability(), MAIL: {}}
+    account_capabilities: dict[str, Any] = {CORE: {}, MAIL: mail_account_capability()}
+    if submission:
+        capabilities[SUBMISSION] = {}
+        account_capabilities[SUBMISSION] = submission_account_capability()
     body: dict[str, Any] = {
-        "capabilities": {CORE: limits.capability(), MAIL: {}},
+        "capabilities": capabilities,
         "accounts": {account: {"name": str(user), "isPersonal": True, "isReadOnly": False,
-                               "accountCapabilities": {CORE: {}, MAIL: mail_account_capability()}}},
-        "primaryAccounts": {CORE: account, MAIL: account},
+                               "accountCapabilities": account_capabilities}},
+        "primaryAccounts": {capability: account for capability in capabilities},
         "username": str(user),
         "apiUrl": f"{base_url}/jmap",
         "downloadUrl": f"{base_url}/download/{{accountId}}/{{blobId}}?type={{type}}&name={{name}}",

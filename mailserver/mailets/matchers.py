@@ -16,6 +16,7 @@ from mailserver.mailets.mime import header_values, split_fields
 from mailserver.model.address import Domain, InvalidAddress, MailAddress
 from mailserver.model.mail import (
     IS_DELIVERY_PERMANENT_ERROR,
+    JMAP_AUTH_USER,
     SENT_BY_MAILET,
     SMTP_AUTH_USER,
     SMTP_IS_AUTH_NETWORK,
@@ -26,10 +27,6 @@ from mailserver.rrt.resolver import MappingErrorException, RecursionLoopError
 
 if TYPE_CHECKING:
     from mailserver.mailets.context import MailetContext
-
-# JMAP submission marks its mails with the authenticated user (James's SentByJmap checks it).
-JMAP_AUTH_USER = "org.apache.james.jmap.send.MailMetaData.username"
-
 
 def _all_if(mail: Mail, condition: bool) -> list[MailAddress]:
     return list(mail.recipients) if condition else []

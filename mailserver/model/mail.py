@@ -27,6 +27,8 @@ SMTP_IS_AUTH_NETWORK = "org.apache.james.SMTPIsAuthNetwork"
 HELO = "org.apache.james.HELO"
 SMTP_SESSION_ID = "org.apache.james.SMTPSessionID"
 SENT_BY_MAILET = "org.apache.james.SentByMailet"
+# JMAP submission marks its mails with the authenticated user (James's SentByJmap checks it).
+JMAP_AUTH_USER = "org.apache.james.jmap.send.MailMetaData.username"
 MAILET_ERROR = "org.apache.james.MailetError"
 FORWARDED = "org.apache.james.forwarded"
 PROCESSING_ERROR_COUNT = "mail-processing-error-count"

@@ -15,13 +15,14 @@ from typing import Any
 
 from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
 from mailserver.events.required_groups import REMOVED, RequireGroups
-from mailserver.jmap.account import MailServices
+from mailserver.jmap.account import MailServices, Submission
 from mailserver.jmap.config import JmapConfig
 from mailserver.mailets.container import MailetContainer
 from mailserver.mailets.spooler import MailSpooler, spooler_for
 from mailserver.observability.health import HealthCheck
 from mailserver.observability.lifecycle import ApplicationLifecycle, LifecycleHealthCheck
 from mailserver.observability.loop_stalls import WATCHDOG, LoopStallHealthCheck
+from mailserver.rrt.can_send_from import CanSendFrom
 from mailserver.runtime.backends import Backends
 from mailserver.runtime.health_monitor import HealthMonitor
 from mailserver.runtime.outgoing import outgoing_specs
@@ -159,13 +160,16 @@ class JmapRole(HttpRole):
         self.http = JmapServer(config, users, services, throttle)
 
     @classmethod
-    def on(cls, backends: Backends, env: Any) -> JmapRole:
+    def on(cls, backends: Backends, env: Any, container: MailetContainer) -> JmapRole:
         from mailserver.jmap.uploads import CassandraUploadRepository
 
         mailbox = backends.mailbox
         services = MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions,
                                 changes=backends.jmap_changes,
-                                uploads=CassandraUploadRepository(backends.session, backends.blobs))
+                                uploads=CassandraUploadRepository(backends.session, backends.blobs),
+                                # Submissions go to the spool the SMTP intake uses: the mailet container
+                                # processes them.
+                                submission=Submission(container.context.spool, CanSendFrom(backends.rrt)))
         return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle)
 
     @property

@@ -137,7 +137,7 @@ class Server:
             "spooler": lambda: SpoolerRole(s, backends, container),
             "outgoing": lambda: OutgoingRole(s, backends, container),
             "imap": lambda: ImapRole(s, backends, connections),
-            "jmap": lambda: JmapRole.on(backends, self.env),
+            "jmap": lambda: JmapRole.on(backends, self.env, container),
             "smtp": lambda: SmtpRole(s, backends, container, self.monitor, connections),   # type: ignore[arg-type]
         }
         start_roles(self.lifecycle, builders, self.roles)

@@ -1,9 +1,5 @@
-"""``Email/set`` (RFC 8621 4.6): keyword updates (``$seen`` is IMAP's ``\\Seen``), mailbox
-changes (moves and copies) and destroys.
-
-Creating emails is not served yet: each creation is refused in ``notCreated`` and the rest of the
-call goes on.
-"""
+"""``Email/set`` (RFC 8621 4.6): creations (``email_create``), keyword updates (``$seen`` is IMAP's
+``\\Seen``), mailbox changes (moves and copies) and destroys, in that order."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ from typing import Any
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods.arguments import only
+from mailserver.jmap.methods.email_create import create as create_email
 from mailserver.jmap.methods.email_mailboxes import (
     MAILBOX_PATCH,
     MailboxChangeError,
@@ -19,19 +16,12 @@ from mailserver.jmap.methods.email_mailboxes import (
     wanted_mailboxes,
 )
 from mailserver.jmap.methods.keywords import flags_with_keywords, is_valid_keyword, keywords_of
+from mailserver.jmap.methods.set_errors import SetError
 from mailserver.jmap.methods.user_messages import UserMessages
 from mailserver.model.flags import FlagsUpdateMode
 from mailserver.model.ids import MessageId
 
 KEYWORD_PATCH = "keywords/"
-
-
-class SetError(Exception):
-    def __init__(self, type_: str, description: str, properties: list[str] | None = None) -> None:
-        super().__init__(description)
-        self.body: dict[str, Any] = {"type": type_, "description": description}
-        if properties is not None:
-            self.body["properties"] = properties
 
 
 def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
@@ -50,12 +40,17 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
         raise MethodError("stateMismatch")
     answer: dict[str, Any] = {"accountId": account, "oldState": old_state, "created": None, "updated": None,
                               "destroyed": None, "notCreated": None, "notUpdated": None, "notDestroyed": None}
-    if create:
-        answer["notCreated"] = {key: {"type": "forbidden", "description": "creating emails is not supported yet"}
-                                for key in create}
+    created: dict[str, dict[str, Any]] = {}
+    not_created: dict[str, dict[str, Any]] = {}
+    for creation_id, email in create.items():
+        try:
+            created[creation_id] = create_email(context, messages, creation_id, email)
+        except SetError as error:
+            not_created[creation_id] = error.body
     updated: dict[str, None] = {}
     not_updated: dict[str, dict[str, Any]] = {}
     for email_id, patch in update.items():
+        email_id = context.resolve_id(email_id)
         try:
             _update(context, messages, email_id, patch)
             updated[email_id] = None
@@ -63,15 +58,16 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
             not_updated[email_id] = error.body
     destroyed: list[str] = []
     not_destroyed: dict[str, dict[str, Any]] = {}
-    for email_id in destroy:
+    for email_id in map(context.resolve_id, destroy):
         email = messages.find(email_id)
         if email is None:
             not_destroyed[email_id] = {"type": "notFound"}
             continue
         manager.delete_messages(context.user, [MessageId.of(email_id)])
         destroyed.append(email_id)
-    answer.update({k: v for k, v in (("updated", updated), ("notUpdated", not_updated), ("destroyed", destroyed),
-                                     ("notDestroyed", not_destroyed)) if v})
+    outcomes = {"created": created, "notCreated": not_created, "updated": updated, "notUpdated": not_updated,
+                "destroyed": destroyed, "notDestroyed": not_destroyed}
+    answer.update({k: v for k, v in outcomes.items() if v})
     answer["newState"] = context.email_state()
     return answer
 

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from mailserver.jmap.account import CallContext
-from mailserver.jmap.capabilities import CORE, MAIL
+from mailserver.jmap.capabilities import CORE, MAIL, SUBMISSION
 from mailserver.jmap.engine import Method
-from mailserver.jmap.methods import changes, core, email_set, emails, mailboxes, threads
+from mailserver.jmap.methods import (
+    changes,
+    core,
+    email_import,
+    email_set,
+    email_submission,
+    emails,
+    mailboxes,
+    threads,
+)
 
 METHODS: dict[str, Method[CallContext]] = {
     "Core/echo": Method(CORE, core.echo),
@@ -16,5 +25,7 @@ METHODS: dict[str, Method[CallContext]] = {
     "Email/changes": Method(MAIL, changes.email_changes),
     "Email/query": Method(MAIL, emails.query),
     "Email/set": Method(MAIL, email_set.set_),
+    "Email/import": Method(MAIL, email_import.import_),
     "Thread/get": Method(MAIL, threads.get),
+    "EmailSubmission/set": Method(SUBMISSION, email_submission.set_),
 }
