@@ -25,7 +25,9 @@ def resolve(arguments: dict[str, Any], responses: Sequence[Invocation], depth: i
     """
     resolved: dict[str, Any] = {}
     for key, value in arguments.items():
-        if not key.startswith("#"):
+        if not key.startswith("#") or (depth and not _is_reference(value)):
+            # Inside an object, ``#`` also starts creation ids used as keys (``update``, RFC 8620 5.3;
+            # ``onSuccessUpdateEmail``): only a reference-shaped value makes a reference there.
             resolved[key] = resolve(value, responses, depth + 1) \
                 if isinstance(value, dict) and depth < NESTED_DEPTH else value
             continue
@@ -34,6 +36,10 @@ def resolve(arguments: dict[str, Any], responses: Sequence[Invocation], depth: i
             raise invalid_arguments(f"both {name!r} and {key!r} are given")
         resolved[name] = _evaluate(value, responses)
     return resolved
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"resultOf", "name", "path"}
 
 
 def _evaluate(reference: Any, responses: Sequence[Invocation]) -> Any:

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
-from mailserver.jmap.account import MailServices, account_id
+from mailserver.jmap.account import MailServices, Submission, account_id
 from mailserver.jmap.app import JmapContext
 from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
 from mailserver.jmap.capabilities import CoreLimits
@@ -65,10 +65,11 @@ class World:
     def account(self) -> str:
         return account_id(self.user)
 
-    def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None) -> JmapContext:
+    def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None,
+                submission: Submission | None = None) -> JmapContext:
         """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
         services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions,
-                                changes=self.changes, uploads=self.uploads)
+                                changes=self.changes, uploads=self.uploads, submission=submission)
         key = jwt_public_key or public_pem(signing_key())
         auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())

@@ -40,6 +40,8 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     only(arguments, GET_ARGUMENTS)
     account = context.check_account(arguments)
     ids = optional_ids(arguments)
+    if ids is not None:   # creation ids of this request (RFC 8620 5.3) read as the ids they created
+        ids = [context.resolve_id(i) for i in ids]
     wanted = properties(arguments, PROPERTIES, DEFAULT_PROPERTIES)
     part_properties = properties(arguments, PART_PROPERTIES, PART_PROPERTIES, "bodyProperties")
     fetch = _BodyValues(arguments)

@@ -252,7 +252,7 @@ def test_email_set_refuses_per_item_and_on_a_stale_state(jmap, world):
     assert answer["notUpdated"][email]["type"] == "invalidProperties"
     assert answer["notUpdated"][email]["properties"] == ["mailboxIds"]
     assert answer["notUpdated"]["nope"]["type"] == "notFound"
-    assert answer["notCreated"]["k1"]["type"] == "forbidden"
+    assert answer["notCreated"]["k1"]["type"] == "invalidProperties"   # no mailboxIds
     bad = jmap.call("Email/set", update={email: {"keywords/a(b": True}})
     assert bad["notUpdated"][email]["type"] == "invalidProperties"
     for refused in ({"subject": "x"}, {"mailboxIds": {"unknown": True}}, {"keywords": {}, "keywords/$seen": True},
