@@ -158,7 +158,7 @@ def test_email_set_create_refusals(jmap, world, overrides, error, properties):
 def test_email_import_stores_a_held_blob_in_the_given_mailboxes(jmap, world):
     held = world.deliver(plain("original", "imported body"))
     archive = {mailbox_id(world, "Archive"): True}
-    answer = jmap.call("Email/import", emails={"i1": {"blobId": held, "mailboxIds": archive, 
+    answer = jmap.call("Email/import", emails={"i1": {"blobId": held, "mailboxIds": archive,
                                                       "keywords": {"$seen": True},
                                                       "receivedAt": "2026-10-01T08:00:00Z"}})
     made = answer["created"]["i1"]
