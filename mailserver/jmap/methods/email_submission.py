@@ -73,7 +73,8 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any] | Fo
         except SetError as error:
             not_created[creation_id] = error.body
     answer: dict[str, Any] = {"accountId": account, "oldState": STATE, "newState": STATE,
-                              "created": created or None, "notCreated": not_created or None}
+                              "created": created or None, "updated": None, "destroyed": None,
+                              "notCreated": not_created or None}
     not_stored = {"type": "notFound", "description": "submissions are not stored"}
     answer.update({"notUpdated": {str(i): not_stored for i in arguments.get("update") or {}} or None,
                    "notDestroyed": {str(i): not_stored for i in arguments.get("destroy") or []} or None})

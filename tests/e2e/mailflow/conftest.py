@@ -1,6 +1,7 @@
 """One mail server per module, in this process, over the session's stack and keyspace.
 
-The server runs every role (SMTP, spooler, outgoing, WebAdmin) on ports of its own, delivers
+The server runs every role (SMTP, spooler, outgoing, WebAdmin, IMAP, and JMAP over HTTPS with a
+self-signed certificate) on ports of its own, delivers
 remote mail to a local aiosmtpd sink through a static MX table, and uses the shipped mailet
 chain with test-sized retry delays.
 """
@@ -22,8 +23,11 @@ from mailserver.model.mailbox import MailboxPath
 from mailserver.runtime.backends import Backends
 from mailserver.runtime.serve import Server
 from mailserver.runtime.settings import ServeSettings
+from mailserver.settings.node import ROLES
 from tests.support.mailserver_process import IsolatedVhost, mailet_container_for_tests, server_env
+from tests.support.ports import unused_port
 from tests.unit.delivery.delivery_helpers import Sink
+from tests.unit.smtp.smtp_helpers import self_signed
 
 pytestmark = pytest.mark.integration
 
@@ -43,6 +47,15 @@ class MailWorld:
     @property
     def smtp_port(self) -> int:
         return int(self.env["MAILSERVER_SMTP_PORT"])
+
+    @property
+    def jmap_host(self) -> str:
+        """``host:port`` of JMAP over HTTPS; its certificate is ``jmap_certificate``."""
+        return f"localhost:{self.env['MAILSERVER_JMAP_PORT']}"
+
+    @property
+    def jmap_certificate(self) -> str:
+        return self.env["MAILSERVER_JMAP_TLS_CERT"]
 
     def address(self, local: str) -> str:
         return f"{local}@{self.domain}"
@@ -107,10 +120,15 @@ def vhost(stack) -> Iterator[IsolatedVhost]:
 @pytest.fixture(scope="module")
 def mail_world(stack, cassandra, cassandra_config, tmp_path_factory) -> Iterator[MailWorld]:
     tag = uuid.uuid4().hex[:8]
-    container = mailet_container_for_tests(tmp_path_factory.mktemp("mailflow") / "mailetcontainer.yaml")
+    directory = tmp_path_factory.mktemp("mailflow")
+    container = mailet_container_for_tests(directory / "mailetcontainer.yaml")
+    cert, key = self_signed(directory)
     with IsolatedVhost(stack, f"e2e-{tag}") as vhost, Sink() as sink:
         env = server_env(stack, vhost.amqp_url, cassandra_config.keyspace, f"mail-{tag}", container,
-                         MAILSERVER_MX_STATIC=f"remote.example={sink.address}")
+                         MAILSERVER_MX_STATIC=f"remote.example={sink.address}",
+                         MAILSERVER_ROLES=",".join((*ROLES, "jmap")), MAILSERVER_JMAP_PORT=str(unused_port()),
+                         MAILSERVER_JMAP_TLS_CERT=str(cert), MAILSERVER_JMAP_TLS_KEY=str(key),
+                         MAILSERVER_IMAP_AUTH_REQUIRE_TLS="false")
         server = Server(ServeSettings.from_env(env), env).start()
         try:
             domain = f"e2e-{tag}.test"

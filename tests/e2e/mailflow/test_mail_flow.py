@@ -1,11 +1,40 @@
-"""Mail through the whole server with smtplib as the client: SMTP, spool, mailet chain, storage."""
+"""Mail through the whole server with smtplib as the client: SMTP, spool, mailet chain, storage;
+and with jmapc (a JMAP client written elsewhere) reading, flagging, moving and submitting mail."""
 
 from __future__ import annotations
 
+import imaplib
 import smtplib
 import time
+from collections.abc import Iterator
 
 import pytest
+from jmapc import (
+    Address,
+    Client,
+    Email,
+    EmailAddress,
+    EmailBodyPart,
+    EmailBodyValue,
+    EmailQueryFilterCondition,
+    EmailSubmission,
+    Envelope,
+    MailboxQueryFilterCondition,
+    Ref,
+)
+from jmapc.methods import (
+    EmailGet,
+    EmailGetResponse,
+    EmailQuery,
+    EmailSet,
+    EmailSetResponse,
+    EmailSubmissionSet,
+    EmailSubmissionSetResponse,
+    MailboxGet,
+    MailboxGetResponse,
+    MailboxQuery,
+    MailboxQueryResponse,
+)
 
 from mailserver.mailets.headers import AddDeliveredToHeader
 from mailserver.mailets.reprocess import reprocess_all
@@ -146,3 +175,120 @@ def test_remote_permanent_failure_is_bounced_to_the_sender(mail_world: MailWorld
     mail_world.send(frank, ["ghost@remote.example"], "hello?", subject="bounce me", login=(frank, "frank-pw"))
     (bounce,) = eventually(lambda: mail_world.inbox(frank))
     assert b"ghost@remote.example" in bounce and b"550" in bounce
+
+
+# ---------------------------------------------------------------- JMAP, with jmapc
+
+JMAP_PASSWORD = "jmap-e2e-pw"
+
+
+@pytest.fixture(scope="module")
+def jmap_users(mail_world: MailWorld) -> tuple[str, str]:
+    alice, bob = mail_world.add_user("jmap-alice", JMAP_PASSWORD), mail_world.add_user("jmap-bob", JMAP_PASSWORD)
+    for user in (alice, bob):   # as a mail client creates them at first login
+        for name in ("INBOX", "Drafts", "Sent", "Archive"):
+            mail_world.backends.mailbox.manager.create_mailbox(MailboxPath.of(user, name))
+    return alice, bob
+
+
+@pytest.fixture(scope="module")
+def jmap(mail_world: MailWorld, jmap_users) -> Iterator[Client]:
+    client = Client.create_with_password(mail_world.jmap_host, jmap_users[0], JMAP_PASSWORD)
+    client.requests_session.trust_env = False   # REQUESTS_CA_BUNDLE would win over verify
+    client.requests_session.verify = mail_world.jmap_certificate
+    yield client
+    client.requests_session.close()
+
+
+def jmap_mailboxes(client: Client) -> dict[str, str]:
+    answer = client.request(MailboxGet(ids=None))
+    assert isinstance(answer, MailboxGetResponse)
+    return {m.name: m.id for m in answer.data if m.name and m.id}
+
+
+def text_draft(sender: str, recipient: str, subject: str, drafts: str, body: str) -> Email:
+    return Email(mail_from=[EmailAddress(email=sender)], to=[EmailAddress(email=recipient)], subject=subject,
+                 keywords={"$draft": True}, mailbox_ids={drafts: True},
+                 body_values={"body": EmailBodyValue(value=body)},
+                 text_body=[EmailBodyPart(part_id="body", type="text/plain")])
+
+
+def test_jmap_reads_flags_and_moves_a_mail_delivered_over_smtp(mail_world: MailWorld, jmap_users, jmap: Client):
+    alice, _ = jmap_users
+    assert jmap.jmap_session.username == alice
+    assert jmap.jmap_session.primary_accounts.submission == jmap.account_id
+    ids = jmap_mailboxes(jmap)
+    assert {"INBOX", "Drafts", "Sent", "Archive"} <= set(ids)
+    inbox_query = jmap.request(MailboxQuery(filter=MailboxQueryFilterCondition(role="inbox")))
+    assert isinstance(inbox_query, MailboxQueryResponse) and inbox_query.ids == [ids["INBOX"]]
+
+    mail_world.send(REMOTE_SENDER, [alice], "Over SMTP, read over JMAP.", subject="jmap-read")
+    assert eventually(lambda: mail_world.inbox(alice)), "the mail was not delivered"
+    found = jmap.request([
+        EmailQuery(filter=EmailQueryFilterCondition(in_mailbox=ids["INBOX"])),
+        EmailGet(ids=Ref("/ids"), properties=["id", "subject", "from", "keywords", "bodyValues", "textBody"],
+                 fetch_text_body_values=True),
+    ])
+    got = found[1].response
+    assert isinstance(got, EmailGetResponse)
+    (email,) = got.data
+    assert email.id and email.subject == "jmap-read" and email.keywords == {}
+    assert email.mail_from == [EmailAddress(name=None, email=REMOTE_SENDER)]
+    assert email.text_body and email.body_values
+    assert "Over SMTP, read over JMAP." in (email.body_values[email.text_body[0].part_id or ""].value or "")
+
+    seen = jmap.request(EmailSet(update={email.id: {"keywords/$seen": True}}))
+    assert isinstance(seen, EmailSetResponse) and seen.updated is not None and email.id in seen.updated
+    imap = imaplib.IMAP4("127.0.0.1", int(mail_world.env["MAILSERVER_IMAP_PORT"]), timeout=30)
+    try:
+        assert imap.login(alice, JMAP_PASSWORD)[0] == "OK"
+        assert imap.select("INBOX", readonly=True)[0] == "OK"
+        _, flags = imap.fetch("1", "(FLAGS)")
+        assert b"\\Seen" in bytes(flags[0] or b"")   # $seen is IMAP's \Seen
+    finally:
+        imap.logout()
+
+    moved = jmap.request(EmailSet(update={email.id: {"mailboxIds": {ids["Archive"]: True}}}))
+    assert isinstance(moved, EmailSetResponse) and moved.updated is not None and email.id in moved.updated
+    manager = mail_world.backends.mailbox.manager
+    assert manager.get_messages(MailboxPath.inbox(Username.of(alice))) == []
+    assert len(manager.get_messages(MailboxPath.of(alice, "Archive"))) == 1
+
+
+def test_jmap_submission_goes_through_the_mail_flow_into_another_users_inbox(mail_world: MailWorld, jmap_users,
+                                                                             jmap: Client):
+    alice, bob = jmap_users
+    ids = jmap_mailboxes(jmap)
+    results = jmap.request([
+        EmailSet(create={"draft": text_draft(alice, bob, "jmap-submitted", ids["Drafts"], "Sent with jmapc.")}),
+        EmailSubmissionSet(
+            create={"send": EmailSubmission(email_id="#draft", envelope=Envelope(
+                mail_from=Address(email=alice), rcpt_to=[Address(email=bob)]))},
+            on_success_update_email={"#send": {f"mailboxIds/{ids['Drafts']}": None,
+                                               f"mailboxIds/{ids['Sent']}": True, "keywords/$draft": None}}),
+    ])
+    created, submitted = results[0].response, results[1].response
+    assert isinstance(created, EmailSetResponse) and created.created and created.created["draft"]
+    assert isinstance(submitted, EmailSubmissionSetResponse) and submitted.created and submitted.created["send"]
+    implicit = results[2].response   # onSuccessUpdateEmail's Email/set, under the submission's call id
+    assert isinstance(implicit, EmailSetResponse) and implicit.updated
+
+    delivered = eventually(lambda: [m for m in mail_world.inbox(bob) if b"Subject: jmap-submitted" in m])
+    assert delivered, "the submitted mail did not reach the other user's INBOX"
+    assert b"Sent with jmapc." in delivered[0] and f"Delivered-To: {bob}".encode() in delivered[0]
+    assert delivered[0].startswith(f"Return-Path: <{alice}>".encode())
+    manager = mail_world.backends.mailbox.manager
+    assert len(manager.get_messages(MailboxPath.of(alice, "Sent"))) == 1
+    assert manager.get_messages(MailboxPath.of(alice, "Drafts")) == []
+
+
+def test_jmap_submission_from_another_users_address_is_refused(jmap_users, jmap: Client):
+    _, bob = jmap_users
+    ids = jmap_mailboxes(jmap)
+    results = jmap.request([
+        EmailSet(create={"forged": text_draft(bob, "x@remote.example", "forged", ids["Drafts"], "no")}),
+        EmailSubmissionSet(create={"send": EmailSubmission(email_id="#forged")}),
+    ])
+    refused = results[1].response
+    assert isinstance(refused, EmailSubmissionSetResponse) and refused.not_created
+    assert refused.not_created["send"].type == "forbiddenMailFrom"
