@@ -14,6 +14,8 @@ from mailserver.jmap.authentication import AuthenticationConfig
 from mailserver.jmap.config import JmapConfig
 from mailserver.model.flags import SystemFlag
 from mailserver.model.mailbox import MailboxPath
+from mailserver.queue.memory import MemoryMailQueue
+from mailserver.rrt.memory import MemoryRecipientRewriteTable
 from mailserver.runtime.roles import JmapRole
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.security.throttle_config import AuthThrottleConfig
@@ -105,18 +107,24 @@ def test_with_a_certificate_the_role_serves_https(world, tmp_path):
 
 def test_the_role_serve_builds_reads_its_settings_and_the_processs_throttle(world, tmp_path):
     """``JmapRole.on`` as ``serve --roles jmap`` calls it: port and key from the environment, the
-    mailbox layer, users, subscriptions and authentication throttle of the process's backends."""
+    mailbox layer, users, subscriptions, rewrite table and authentication throttle of the process's
+    backends, and the mailet container's spool for submissions."""
     key = tmp_path / "jwt.pub"
     key.write_text(public_pem(signing_key()))
     throttle = AuthThrottle(AuthThrottleConfig(delay=0, address_limit=1))
     backends = SimpleNamespace(mailbox=world.mailbox, users=world.users, subscriptions=world.subscriptions,
-                               auth_throttle=throttle, jmap_changes=world.changes)
+                               rrt=MemoryRecipientRewriteTable(), auth_throttle=throttle,
+                               jmap_changes=world.changes)
+    container = SimpleNamespace(context=SimpleNamespace(spool=MemoryMailQueue("spool")))
     port = unused_port()
-    role = JmapRole.on(backends, {"MAILSERVER_JMAP_PORT": str(port), "MAILSERVER_JMAP_JWT_PUBLIC_KEY": str(key)})
+    role = JmapRole.on(backends, {"MAILSERVER_JMAP_PORT": str(port), "MAILSERVER_JMAP_JWT_PUBLIC_KEY": str(key)},
+                       container)
     role.start()
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            assert client.get("/jmap/session", headers=bearer()).json()["username"] == USER
+            session = client.get("/jmap/session", headers=bearer()).json()
+            assert session["username"] == USER
+            assert "urn:ietf:params:jmap:submission" in session["capabilities"]
             assert client.get("/jmap/session", headers={"Authorization": "Bearer forged"}).status_code == 401
             assert client.get("/jmap/session", headers=bearer()).status_code == 429   # the shared throttle
     finally:
