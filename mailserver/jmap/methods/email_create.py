@@ -49,8 +49,9 @@ def create(context: CallContext, messages: UserMessages, creation_id: str, email
 def build_message(email: dict[str, Any], context: CallContext) -> bytes:
     message = EmailMessage(policy=policy.SMTP)
     for prop, name in ADDRESS_FIELDS.items():
-        if email.get(prop) is not None:
-            message[name] = _addresses(email[prop], prop)
+        addresses = _addresses(email.get(prop), prop)
+        if addresses:   # an empty list writes no field
+            message[name] = addresses
     if email.get("subject") is not None:
         message["Subject"] = _string(email["subject"], "subject")
     message["Date"] = format_datetime(_sent_at(email.get("sentAt")))

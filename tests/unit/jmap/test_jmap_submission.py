@@ -114,6 +114,13 @@ def test_a_creation_id_is_usable_by_a_later_set_of_the_same_request(jmap, world)
     assert "createdIds" not in answer   # not given in the request, so not answered
 
 
+def test_empty_address_lists_write_no_field(jmap, world):
+    made = jmap.call("Email/set", create={"k1": draft(world, to=[], cc=None)})["created"]["k1"]
+    raw = world.mailbox.manager.read_message(world.mailbox.manager.get_messages(
+        MailboxPath.of(USER, "Drafts"))[0].message_id)
+    assert b"\r\nTo:" not in raw and b"\r\nCc:" not in raw and made["size"] == len(raw)
+
+
 def test_email_set_creates_html_alternatives_and_attachments(jmap, world):
     held = world.deliver(plain("to attach"))
     creation = draft(world, htmlBody=[{"partId": "2", "type": "text/html"}],
