@@ -13,6 +13,7 @@ from mailserver.jmap.account import Submission
 from mailserver.jmap.app import create_app
 from mailserver.model.address import MailAddress
 from mailserver.model.flags import SystemFlag
+from mailserver.model.ids import MessageId
 from mailserver.model.mail import JMAP_AUTH_USER
 from mailserver.model.mailbox import MailboxPath
 from mailserver.queue.memory import MemoryMailQueue
@@ -173,6 +174,21 @@ def test_email_import_stores_a_held_blob_in_the_given_mailboxes(jmap, world):
     got = jmap.call("Email/get", ids=[made["id"]], properties=["subject", "keywords", "receivedAt", "size"])["list"][0]
     assert got == {"id": made["id"], "subject": "original", "keywords": {"$seen": True},
                    "receivedAt": "2026-10-01T08:00:00Z", "size": made["size"]}
+
+
+def test_email_import_and_attachments_take_uploaded_blobs(jmap, world):
+    raw = plain("uploaded", "from an upload")
+    message = jmap.client.post(f"/upload/{world.account}", content=raw,
+                               headers={**bearer(), "Content-Type": "message/rfc822"}).json()["blobId"]
+    picture = jmap.client.post(f"/upload/{world.account}", content=b"\x89PNG data",
+                               headers={**bearer(), "Content-Type": "image/png"}).json()["blobId"]
+    imported = jmap.call("Email/import", emails={"i1": {"blobId": message,
+                                                        "mailboxIds": {mailbox_id(world, "Archive"): True}}})
+    email_id = imported["created"]["i1"]["id"]
+    assert world.mailbox.manager.read_message(MessageId.of(email_id)) == raw
+    made = jmap.call("Email/set", create={"k1": draft(world, attachments=[{"blobId": picture, "name": "p.png"}])})
+    got = jmap.call("Email/get", ids=[made["created"]["k1"]["id"]], properties=["attachments"])["list"][0]
+    assert [(a["type"], a["name"], a["size"]) for a in got["attachments"]] == [("image/png", "p.png", 9)]
 
 
 def test_email_import_refusals(jmap, world):
