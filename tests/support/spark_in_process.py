@@ -47,6 +47,9 @@ def run_job(job: str, args: Sequence[str], env: Mapping[str, str]) -> subprocess
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
         "PYSPARK_PYTHON": sys.executable,
     }
+    # py4j logs its connections' closing at INFO, the last ones from ``__del__`` at interpreter exit,
+    # when the handlers logging was given during the session write to closed streams.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     stdout, stderr = io.StringIO(), io.StringIO()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
