@@ -198,9 +198,10 @@ TABLES: tuple[Table, ...] = (
        "perRecipientSpecificHeaders": "frozen<list<tuple<text, text, text>>>"}, ck=["enqueueId"],
       options="compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS', "
               "'compaction_window_size': 1}"),
+    # James: timeWindowCompactionStrategy() without a window (Cassandra's default, 1 day) and fp 0.01.
     t("deletedMailsV2", "queue", "Mails dequeued or deleted from a queue (presence = gone).",
       ["queueName", "enqueueId"], {"queueName": "text", "enqueueId": "uuid"},
-      options="bloom_filter_fp_chance = 0.01"),
+      options="compaction = {'class': 'TimeWindowCompactionStrategy'} AND bloom_filter_fp_chance = 0.01"),
     t("browseStart", "queue", "First slice still holding enqueued mails, per queue.", ["queueName"],
       {"queueName": "text", "browseStart": "timestamp"}),
     t("contentStart", "queue", "First slice whose content is not yet cleaned, per queue.", ["queueName"],
@@ -299,6 +300,9 @@ def markdown() -> str:
         lines.append("")
     lines += ["## user types", ""]
     lines += [f"- `{ut.name}`: " + ", ".join(f"`{n}` {ty}" for n, ty in ut.fields) for ut in TYPES]
+    lines += ["", "## table options", "",
+              "Options given at creation (as James declares them); other tables use Cassandra's defaults.", ""]
+    lines += [f"- `{table.name}`: `{table.options}`" for table in TABLES if table.options]
     return "\n".join(lines) + "\n"
 
 
