@@ -1,7 +1,8 @@
 """Schema versions, James numbering: the ``schemaVersion`` table and the start-up check.
 
 Supported range: 10..15. James HEAD supports 12..15; we keep the 10->11 and 11->12 migrations so
-keyspaces written by James 3.7/3.8 upgrade in place (see docs/compatibility.md).
+keyspaces written by James 3.7/3.8 upgrade in place (see docs/compatibility.md). A keyspace
+without version rows is read as James reads it (12), so both kinds of node agree on its version.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from mailserver.cassandra.session import CassandraSession
 MIN_VERSION = 10
 MAX_VERSION = 15
 LATEST = MAX_VERSION
-DEFAULT_VERSION = MIN_VERSION   # James: a keyspace without version rows is assumed at the minimum
+# James's CassandraSchemaVersionManager.DEFAULT_VERSION (its MIN_VERSION, 12): what a keyspace without
+# version rows is assumed to be at, by the start-up check and by every migration runner.
+DEFAULT_VERSION = 12
 
 LOGGER = logging.getLogger(__name__)
 

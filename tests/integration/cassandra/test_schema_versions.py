@@ -202,8 +202,8 @@ def test_startup_refuses_versions_out_of_range(version_rows, caplog, rows, level
      [(logging.WARNING, "Current schema version is 13. Recommended version is 15")]),
     ((14, 15), SchemaState.UP_TO_DATE, [(logging.INFO, "Schema version is up-to-date")]),
     ((), SchemaState.UPGRADABLE,
-     [(logging.WARNING, "No schema version information found on Cassandra, we assume schema is at version 10"),
-      (logging.WARNING, "Current schema version is 10. Recommended version is 15")]),
+     [(logging.WARNING, "No schema version information found on Cassandra, we assume schema is at version 12"),
+      (logging.WARNING, "Current schema version is 12. Recommended version is 15")]),
 ])
 def test_startup_accepts_supported_versions(version_rows, caplog, rows, state, expected):
     session = version_rows(*rows)
@@ -226,7 +226,7 @@ def test_initialize_writes_the_latest_version_only_on_a_fresh_keyspace(cassandra
         with CassandraSession.connect(config, use_keyspace=False) as admin:
             admin.session.execute(f"DROP KEYSPACE IF EXISTS {config.keyspace}", timeout=120)
 
-    # Tables already there and no version row: nothing is written, version 10 is assumed.
+    # Tables already there and no version row: nothing is written, version 12 is assumed (as James).
     existing = version_rows()
     ks_config = dataclasses.replace(cassandra_config, keyspace=existing.keyspace)
     assert initialize_schema(ks_config, session=existing, tables=tables("schemaVersion")) is SchemaState.UPGRADABLE

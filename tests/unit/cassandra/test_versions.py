@@ -77,11 +77,22 @@ def test_too_recent_refuses_to_start(caplog):
                                                 "version is 15. Recommended version is 15")]
 
 
-def test_no_version_row_assumes_the_minimum(caplog):
+def test_no_version_row_assumes_james_default_version_12(caplog):
     with caplog.at_level(logging.INFO):
         assert startup_check(FakeSchemaSession()) is SchemaState.UPGRADABLE
-    assert _records(caplog)[0] == (logging.WARNING, "No schema version information found on Cassandra, "
-                                                    "we assume schema is at version 10")
+    assert _records(caplog) == [
+        (logging.WARNING, "No schema version information found on Cassandra, we assume schema is at version 12"),
+        (logging.WARNING, "Current schema version is 12. Recommended version is 15")]
+
+
+def test_runner_on_a_keyspace_without_version_rows_starts_after_12():
+    session, ran = FakeSchemaSession(), []
+    registry = {v: fake_migration(v, ran=ran) for v in range(11, 16)}
+
+    migrate(session, migrations=registry)
+
+    assert ran == [13, 14, 15]
+    assert session.versions == [13, 14, 15]
 
 
 def fake_migration(to: int, status: MigrationStatus = MigrationStatus.COMPLETED, ran: list[int] | None = None,

@@ -15,6 +15,8 @@ from mailplatform.schema_migration import (
     slice_range,
 )
 
+from mailserver.cassandra.versions import DEFAULT_VERSION
+
 AVAILABLE = (11, 12, 13, 14, 15)
 JAN, FEB = datetime(2023, 1, 1, tzinfo=UTC), datetime(2023, 2, 1, tzinfo=UTC)
 
@@ -78,3 +80,11 @@ def test_the_bump_to_11_needs_a_complete_run_over_every_date():
     assert "PARTIAL" in denormalization_complete({**done, "outcome": "PARTIAL"})
     assert "DRY_RUN" in denormalization_complete({**done, "outcome": "DRY_RUN"})
     assert "remain" in denormalization_complete({**done, "remaining": {"incompleteImapUidEntry": 1}})
+
+
+def test_a_keyspace_without_version_rows_is_planned_from_james_default_12():
+    p = plan(UPGRADE, DEFAULT_VERSION, None, AVAILABLE)
+
+    assert p.transitions == (13, 14, 15)
+    assert not p.denormalization_needed
+    assert not plan(SLICE, DEFAULT_VERSION, None, AVAILABLE, interval=(JAN, FEB)).slice_needed
