@@ -103,6 +103,11 @@ def format_instant(value: datetime) -> str:
     return text + "Z"
 
 
+def whole_milliseconds(value: datetime) -> datetime:
+    """Cut to the millisecond, as a Java ``Date`` and a Cassandra ``timestamp`` hold it (time zone kept)."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
 def as_utc(value: datetime) -> datetime:
     """Aware UTC; a naive value (the Cassandra driver returns naive timestamps) is taken as UTC."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -8,7 +8,7 @@ from typing import Any
 
 from mailserver.model.flags import Flags
 from mailserver.model.ids import MailboxId, MessageId, ThreadId
-from mailserver.model.jsonvalues import Fields, as_utc, format_instant
+from mailserver.model.jsonvalues import Fields, as_utc, format_instant, whole_milliseconds
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class MessageContent:
     header_blob_id: str
     body_blob_id: str
     attachments: tuple[Attachment, ...] = ()
+
+    def __post_init__(self) -> None:
+        # James's column holds a Java Date: the value this node holds and publishes is the one stored.
+        object.__setattr__(self, "internal_date", whole_milliseconds(self.internal_date))
 
     @property
     def body_octets(self) -> int:
@@ -61,6 +65,13 @@ class MessageMetadata:
     body_start_octet: int
     size: int
     header_blob_id: str
+
+    def __post_init__(self) -> None:
+        # internalDate and save_date are Java Dates in James (milliseconds): what this node holds, returns
+        # and publishes in events equals what any node, ours or James's, reads back from Cassandra.
+        object.__setattr__(self, "internal_date", whole_milliseconds(self.internal_date))
+        if self.save_date is not None:
+            object.__setattr__(self, "save_date", whole_milliseconds(self.save_date))
 
     @property
     def composed_id(self) -> ComposedMessageId:

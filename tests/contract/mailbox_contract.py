@@ -288,6 +288,17 @@ class MailboxContract:
         stored = ctx.manager.get_messages(inbox)[0].internal_date
         assert stored.replace(tzinfo=UTC) == when
 
+    def test_internal_and_save_dates_are_whole_milliseconds_everywhere(self, ctx, recorder, inbox):
+        when = datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)   # microseconds: a Java Date has none
+        appended = ctx.manager.append(inbox, message(1), internal_date=when).metadata
+        [added] = [e for e in recorder.of_type(events.Added) if e.mailbox_id == appended.mailbox_id]
+        [listed] = ctx.manager.get_messages(inbox)
+        millis = datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+        assert appended.internal_date == added.added[0].internal_date == listed.internal_date.replace(tzinfo=UTC) \
+            == millis
+        assert appended.save_date is not None and appended.save_date.microsecond % 1000 == 0
+        assert added.added[0].save_date == listed.save_date.replace(tzinfo=UTC) == appended.save_date
+
     # ---------------------------------------------------------------- copy and move
     def test_copy_shares_the_message_id_and_counts_quota_twice(self, ctx, recorder, inbox, user):
         archive = MailboxPath.of(user, "Archive")
