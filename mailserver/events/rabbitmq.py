@@ -7,9 +7,11 @@
   again) and, unless ``propagate_dispatch_error``, the mailbox operation goes on: the event is
   safe in Cassandra and nothing half-done is left to the caller.
 * Consumption is pushed (``basic_consume`` with a prefetch), never polled. A first delivery runs
-  every group registered in this process; a failing group is retried through its own retry
-  exchange and queue with ``retry-count`` + 1, waiting James's exponential backoff, then ends in
-  the dead letters. A message is acknowledged only once every group ran (or was retried or
+  every group registered in this process, and is handed on, ``retry-count`` 0, to the retry
+  exchange of every group another node runs (``peer_groups``, see ``peer_groups.py``): this node
+  never acknowledges a first delivery on behalf of a group it does not run. A failing group is
+  retried through its own retry exchange and queue with ``retry-count`` + 1, waiting James's
+  exponential backoff, then ends in the dead letters. A message is acknowledged only once every group ran (or was retried or
   dead-lettered), so a process killed mid-event leaves it to be delivered again: listeners are
   idempotent, or record what they applied in the same write (the current-quota listener does).
 * An undecodable body is rejected without requeue: the broker moves it to the bus's dead-letter
@@ -48,7 +50,8 @@ class RabbitMQEventBus(EventBus):
     def __init__(self, amqp_url: str, dead_letters: EventDeadLetters, *, names: BusNames | None = None,
                  retry: RetryPolicy | None = None, concurrency: int = 10, publisher_connections: int = 4,
                  propagate_dispatch_error: bool = False, metrics: Metrics | None = None,
-                 queue_type: QueueType | None = None) -> None:
+                 queue_type: QueueType | None = None,
+                 peer_groups: Callable[[], frozenset[str]] | None = None) -> None:
         self.amqp_url = amqp_url
         self.names = names or BusNames()
         self.dead_letters = dead_letters
@@ -59,6 +62,7 @@ class RabbitMQEventBus(EventBus):
         self.bus_id = str(uuid.uuid4())
         self.topology = BusTopology(amqp_url, self.names, queue_type)
         self.publisher = ConfirmingPublisher(amqp_url, connections=publisher_connections)
+        self.peer_groups = peer_groups   # groups other nodes run; None: every node runs the same groups
         self.listeners: dict[str, EventListener] = {}
         self._declared = False
         self._consumer: _Consumer | None = None
@@ -159,6 +163,27 @@ class RabbitMQEventBus(EventBus):
             for listener in targets:
                 if listener.accepts(event):
                     self._run_reliably(listener, event, retry_count)
+        if retry_group is None:
+            for group in self.groups_handed_on():
+                for event in events:
+                    self._hand_on(group, event)
+
+    def groups_handed_on(self) -> list[str]:
+        """Groups another node runs and this one does not: they get each first delivery this node takes."""
+        if self.peer_groups is None:
+            return []
+        return sorted(g for g in self.peer_groups() if g not in self.listeners)
+
+    def _hand_on(self, group: str, event: MailboxEvent) -> None:
+        """To the group's own queue (count 0: run at once), or its dead letters, as a failed retry in James."""
+        try:
+            self.publisher.publish(self.names.retry_exchange(group), "", serialize_event(event),
+                                   {RETRY_COUNT_HEADER: 0})
+            return
+        except PublishError as exc:
+            log.error("event %s %s could not be handed on to group %s (%s): dead-lettered", event.type_name,
+                      event.event_id, group, exc)
+        self.dead_letters.store(group, event)
 
     def _run_reliably(self, listener: EventListener, event: MailboxEvent, retry_count: int) -> None:
         try:

@@ -32,19 +32,29 @@ class GroupsState:
     queues: tuple[GroupQueue, ...]        # every group work queue that exists
 
     @property
+    def run_elsewhere(self) -> list[str]:
+        """Bound and consumed, yet not required: run by nodes that do not write the aggregate (James's).
+
+        Not a divergence: unbinding such a group would send its retries nowhere, and its queue is
+        not an orphan."""
+        consumed = {q.group for q in self.queues if q.consumers}
+        return sorted((self.registered & consumed) - self.required)
+
+    @property
     def missing(self) -> list[str]:
         """Required but not bound: their retries go nowhere."""
         return sorted(self.required - self.registered)
 
     @property
     def unexpected(self) -> list[str]:
-        """Bound but not required."""
-        return sorted(self.registered - self.required)
+        """Bound but not required (nor run by another node)."""
+        return sorted(self.registered - self.required - set(self.run_elsewhere))
 
     @property
     def orphans(self) -> list[GroupQueue]:
-        """Queues of groups no node requires (whatever their binding)."""
-        return [q for q in self.queues if q.group not in self.required]
+        """Queues of groups no node requires (whatever their binding), but those run elsewhere."""
+        elsewhere = set(self.run_elsewhere)
+        return [q for q in self.queues if q.group not in self.required and q.group not in elsewhere]
 
     @property
     def diverges(self) -> bool:
@@ -67,21 +77,26 @@ class RegisteredGroups:
         self.management = management
         self.names = names or BusNames()
 
-    def state(self, required: frozenset[str]) -> GroupsState:
+    def bound(self) -> frozenset[str]:
+        """Groups whose work queue is bound to their retry exchange (James binds it when it registers one)."""
         vhost = urllib.parse.quote(self.management.vhost, safe="")
-        bindings = self.management.get(f"/api/bindings/{vhost}")
         registered = set()
-        for binding in bindings:
+        for binding in self.management.get(f"/api/bindings/{vhost}"):
             group = self.names.group_of_retry_exchange(binding.get("source", ""))
             if (group is not None and binding.get("destination_type") == "queue"
                     and binding.get("destination") == self.names.work_queue(group)):
                 registered.add(group)
+        return frozenset(registered)
+
+    def state(self, required: frozenset[str]) -> GroupsState:
+        vhost = urllib.parse.quote(self.management.vhost, safe="")
+        registered = self.bound()
         queues = []
         for row in self.management.get(f"/api/queues/{vhost}?columns=name,messages,consumers"):
             group = self.names.group_of_work_queue(row["name"])
             if group is not None:
                 queues.append(GroupQueue(group, int(row.get("messages") or 0), int(row.get("consumers") or 0)))
-        return GroupsState(required, frozenset(registered), tuple(sorted(queues, key=lambda q: q.group)))
+        return GroupsState(required, registered, tuple(sorted(queues, key=lambda q: q.group)))
 
 
 class EventBusGroupsHealthCheck(HealthCheck):

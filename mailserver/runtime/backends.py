@@ -112,6 +112,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.domains.cached import CachedDomainList
     from mailserver.domains.cassandra import CassandraDomainList
     from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters as DeadLettersStore
+    from mailserver.events.naming import BusNames
+    from mailserver.events.peer_groups import PeerGroups
     from mailserver.events.registered_groups import EventBusGroupsHealthCheck, RegisteredGroups
     from mailserver.eventsourcing.cassandra import CassandraEventStore
     from mailserver.mailbox.wiring import cassandra_context
@@ -173,9 +175,16 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         if opensearch.url:
             others.append(checks.OpenSearchHealthCheck(opensearch.url))
         dead_letters = DeadLettersStore(session)
-        bus = RabbitMQEventBus(amqp_url, dead_letters, retry=settings.event_retry,
+        names = BusNames()
+        required_groups = RequiredGroups(CassandraEventStore(session),
+                                         aggregate_id(names.bus, pika.URLParameters(amqp_url).virtual_host))
+        registered = (RegisteredGroups(RabbitMQManagement(rabbitmq.management_url, amqp_url), names)
+                      if rabbitmq.management_url else None)
+        # First deliveries this node takes are handed on to the groups other nodes (James's too) run.
+        peers = PeerGroups(required_groups.current, registered.bound if registered is not None else None)
+        bus = RabbitMQEventBus(amqp_url, dead_letters, names=names, retry=settings.event_retry,
                                concurrency=settings.event_bus_concurrency, metrics=metrics,
-                               queue_type=settings.queue_type)
+                               queue_type=settings.queue_type, peer_groups=peers)
         mailbox = cassandra_context(session, blobs, bus=bus, write_guard=guard.writes_allowed,
                                     quota_limits_cache_seconds=settings.quota_limits_cache_seconds)
         vault = cassandra_vault(session, blobs)
@@ -188,11 +197,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
         # The JMAP change listener group: James registers it wherever JMAP runs; every node records
         # changes here, so that states are the same whichever node a client asks.
         jmap_changes = ChangeLogs.cassandra(session).listen(mailbox.bus, mailbox.manager, mailbox.acl)
-        required_groups = RequiredGroups(CassandraEventStore(session),
-                                         aggregate_id(bus.names.bus, pika.URLParameters(amqp_url).virtual_host))
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
-        if rabbitmq.management_url:
-            registered = RegisteredGroups(RabbitMQManagement(rabbitmq.management_url, amqp_url), bus.names)
+        if registered is not None:
             others.append(EventBusGroupsHealthCheck(registered, required_groups.current))
         return Backends(
             session=session, blobs=blobs, contents=contents, queues=queues, domains=domains,
