@@ -7,13 +7,14 @@
   again) and, unless ``propagate_dispatch_error``, the mailbox operation goes on: the event is
   safe in Cassandra and nothing half-done is left to the caller.
 * Consumption is pushed (``basic_consume`` with a prefetch), never polled. A first delivery runs
-  every group registered in this process, and is handed on, ``retry-count`` 0, to the retry
-  exchange of every group another node runs (``peer_groups``, see ``peer_groups.py``): this node
-  never acknowledges a first delivery on behalf of a group it does not run. A failing group is
-  retried through its own retry exchange and queue with ``retry-count`` + 1, waiting James's
-  exponential backoff, then ends in the dead letters. A message is acknowledged only once every group ran (or was retried or
-  dead-lettered), so a process killed mid-event leaves it to be delivered again: listeners are
-  idempotent, or record what they applied in the same write (the current-quota listener does).
+  every group registered in this process, and is handed on, ``retry-count`` 0, to the retry exchange
+  of every group another node runs (``peer_groups``, see ``peer_groups.py``): this node never
+  acknowledges a first delivery on behalf of a group it does not run. A failing group is retried
+  through its own retry exchange and queue with ``retry-count`` + 1, waiting James's exponential
+  backoff, then ends in the dead letters. A message is acknowledged only once every group ran (or
+  was retried or dead-lettered), so a process killed mid-event leaves it to be delivered again:
+  listeners are idempotent, or record what they applied in the same write (the current-quota
+  listener does).
 * An undecodable body is rejected without requeue: the broker moves it to the bus's dead-letter
   queue, where it waits for an operator.
 """
