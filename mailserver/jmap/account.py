@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Set
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.changes.logs import ChangeLogs
@@ -23,13 +23,21 @@ def account_id(user: Username) -> str:
     return hashlib.sha256(str(user).encode()).hexdigest()
 
 
+class AllowedSenders(Protocol):
+    """Who may send from which address (``CanSendFrom``), and every address a user may send from."""
+
+    def __call__(self, user: Username, address: MailAddress) -> bool: ...
+
+    def addresses(self, user: Username) -> Set[MailAddress]: ...
+
+
 @dataclass(frozen=True)
 class Submission:
     """What ``EmailSubmission/set`` sends through: the spool the SMTP intake enqueues on (so the
     mailet container processes the mail), and who may send from which address."""
 
     spool: MailQueue
-    can_send_from: Callable[[Username, MailAddress], bool]
+    can_send_from: AllowedSenders
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,11 @@ from mailserver.jmap.errors import MethodError, invalid_arguments
 ALLOWED_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
+def is_id(value: Any) -> bool:
+    """An Id (RFC 8620 1.2): 1 to 255 characters of the URL-safe base64 alphabet."""
+    return isinstance(value, str) and 0 < len(value) < 256 and set(value) <= ALLOWED_ID
+
+
 def optional_ids(arguments: dict[str, Any], name: str = "ids") -> list[str] | None:
     value = arguments.get(name)
     if value is None:

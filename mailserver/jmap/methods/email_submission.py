@@ -30,7 +30,7 @@ from mailserver.jmap.account import CallContext, Submission
 from mailserver.jmap.engine import Followed
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods import email_set
-from mailserver.jmap.methods.arguments import only
+from mailserver.jmap.methods.arguments import is_id, only
 from mailserver.jmap.methods.email_headers import ADDRESS_FIELDS, parse_header
 from mailserver.jmap.methods.email_headers import utc_date as utc
 from mailserver.jmap.methods.set_errors import SetError
@@ -111,8 +111,10 @@ def _send(context: CallContext, submission: Submission, messages: UserMessages,
         raise SetError("invalidArguments", "Some unknown properties were specified", unknown)
     email_id = request.get("emailId")
     identity_id = request.get("identityId")
-    if not isinstance(email_id, str) or not (identity_id is None or isinstance(identity_id, str)):
-        raise SetError("invalidArguments", "emailId (and identityId) are ids", ["emailId"])
+    if not isinstance(email_id, str):
+        raise SetError("invalidArguments", "emailId is an id", ["emailId"])
+    if identity_id is not None and not is_id(identity_id):   # James reads it as an Id, and no further
+        raise SetError("invalidArguments", "identityId is an id", ["identityId"])
     email = messages.find(context.resolve_id(email_id))
     if email is None:
         raise SetError("invalidArguments", "The email to be sent cannot be found", ["emailId"])

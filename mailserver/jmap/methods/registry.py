@@ -12,6 +12,7 @@ from mailserver.jmap.methods import (
     email_set,
     email_submission,
     emails,
+    identities,
     mailboxes,
     threads,
 )
@@ -28,4 +29,5 @@ METHODS: dict[str, Method[CallContext]] = {
     "Email/import": Method(MAIL, email_import.import_),
     "Thread/get": Method(MAIL, threads.get),
     "EmailSubmission/set": Method(SUBMISSION, email_submission.set_),
+    "Identity/get": Method(SUBMISSION, identities.get),
 }

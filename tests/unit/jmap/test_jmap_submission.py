@@ -3,6 +3,8 @@ mailbox layer and a memory spool, through the HTTP application."""
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from email import message_from_bytes, policy
 from typing import Any
 
@@ -316,3 +318,57 @@ def test_on_success_takes_only_creation_ids_of_the_call(jmap, world, spool):
 def test_submission_needs_the_submission_capability(jmap, world):
     answer = jmap.request(["EmailSubmission/set", {"accountId": world.account, "create": {}}, "c1"], using=USING)
     assert answer["methodResponses"][0][1]["type"] == "unknownMethod"
+
+
+def java_name_uuid(name: str) -> str:
+    """Java's ``UUID.nameUUIDFromBytes``, step by step: MD5, then version 3 and the IETF variant."""
+    digest = bytearray(hashlib.md5(name.encode(), usedforsecurity=False).digest())
+    digest[6] = (digest[6] & 0x0F) | 0x30
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(digest)))
+
+
+def test_identity_get_lists_the_users_address_and_its_aliases(jmap, world, rrt):
+    rrt.add_alias(SALES, USER)
+    answer = jmap.call("Identity/get", ids=None)
+    assert answer["state"] == "2c9f1b12-b35a-43e6-9af2-0106fb53a943"
+    assert answer["notFound"] == []
+    assert answer["list"] == [
+        {"id": java_name_uuid(address), "name": address, "email": address, "replyTo": None, "bcc": None,
+         "textSignature": "", "htmlSignature": "", "mayDelete": False, "sortOrder": 100}
+        for address in sorted([USER, SALES])]
+
+
+def test_identity_get_by_ids_and_properties(jmap, world):
+    mine = java_name_uuid(USER)
+    answer = jmap.call("Identity/get", ids=[mine, "unknown"], properties=["email"])
+    assert answer["list"] == [{"id": mine, "email": USER}]
+    assert answer["notFound"] == ["unknown"]
+
+
+@pytest.mark.parametrize("arguments, error", [
+    ({"properties": ["email", "color"]}, "invalidArguments"),
+    ({"ids": "all"}, "invalidArguments"),
+    ({"sort": []}, "invalidArguments"),
+])
+def test_identity_get_refusals(jmap, world, arguments, error):
+    name, answer, _ = jmap.request(["Identity/get", {"accountId": world.account, **arguments}, "c1"])[
+        "methodResponses"][0]
+    assert (name, answer["type"]) == ("error", error)
+
+
+def test_identity_get_needs_the_submission_capability_and_the_account(jmap, world):
+    for arguments, using, error in (({"accountId": world.account}, USING, "unknownMethod"),
+                                    ({"accountId": "nope"}, ALL, "accountNotFound")):
+        answer = jmap.request(["Identity/get", arguments, "c1"], using=using)["methodResponses"][0][1]
+        assert answer["type"] == error
+
+
+def test_submission_takes_an_identity_id_as_james_does(jmap, world, spool):
+    email_id = raw_email(world, f"From: {USER}\r\nTo: {OTHER}\r\n")
+    answer = jmap.call("EmailSubmission/set", create={
+        "ok": {"emailId": email_id, "identityId": java_name_uuid(USER)},
+        "bad": {"emailId": email_id, "identityId": "not an id!"}})
+    assert answer["notCreated"]["bad"]["type"] == "invalidArguments"
+    assert answer["notCreated"]["bad"]["properties"] == ["identityId"]
+    assert list(answer["created"]) == ["ok"] and len(spooled(spool)) == 1
