@@ -13,6 +13,7 @@ from mailserver.jmap.methods import (
     email_submission,
     emails,
     identities,
+    mailbox_set,
     mailboxes,
     threads,
 )
@@ -22,6 +23,7 @@ METHODS: dict[str, Method[CallContext]] = {
     "Mailbox/get": Method(MAIL, mailboxes.get),
     "Mailbox/changes": Method(MAIL, changes.mailbox_changes),
     "Mailbox/query": Method(MAIL, mailboxes.query),
+    "Mailbox/set": Method(MAIL, mailbox_set.set_),
     "Email/get": Method(MAIL, emails.get),
     "Email/changes": Method(MAIL, changes.email_changes),
     "Email/query": Method(MAIL, emails.query),
