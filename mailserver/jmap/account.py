@@ -16,6 +16,7 @@ from mailserver.mailbox.store import FastViewStore
 from mailserver.mailbox.subscriptions import SubscriptionStore
 from mailserver.model.address import MailAddress, Username
 from mailserver.queue.api import MailQueue
+from mailserver.search.api import SearchIndex
 
 
 def account_id(user: Username) -> str:
@@ -49,6 +50,7 @@ class MailServices:
     changes: ChangeLogs = field(default_factory=ChangeLogs)
     uploads: UploadRepository | None = None         # None: uploads are refused (503)
     submission: Submission | None = None          # None: EmailSubmission is not offered
+    search: SearchIndex | None = None              # None: Email/query's text filters are unsupportedFilter
 
 
 @dataclass(frozen=True)

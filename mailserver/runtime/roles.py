@@ -169,7 +169,8 @@ class JmapRole(HttpRole):
                                 uploads=CassandraUploadRepository(backends.session, backends.blobs),
                                 # Submissions go to the spool the SMTP intake uses: the mailet container
                                 # processes them.
-                                submission=Submission(container.context.spool, CanSendFrom(backends.rrt)))
+                                submission=Submission(container.context.spool, CanSendFrom(backends.rrt)),
+                                search=backends.search)
         return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle)
 
     @property

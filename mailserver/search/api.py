@@ -2,7 +2,9 @@
 
 A query is a conjunction of criteria over one or several mailboxes (the caller resolves which
 mailboxes a user may search, as James's ``MessageSearchIndex.search(session, mailboxIds, ...)``),
-sorted and limited. Text criteria follow James's OpenSearch queries: ``subject`` and ``body`` match
+sorted and limited. Nested criteria (``all_of``, ``any_of``, ``none_of``: James's ``and``, ``or``
+and ``not`` criteria) are queries made with ``SearchQuery.criteria``, whose scope, sort and limit
+are the outer query's. Text criteria follow James's OpenSearch queries: ``subject`` and ``body`` match
 every word (operator AND), an address criterion matches a display-name word, the local part or the
 domain of an address, or the whole address. Dates have second resolution, as the indexed ones.
 
@@ -63,6 +65,10 @@ class SearchQuery:
     subject: str | None = None
     body: str | None = None
     attachment_file_name: str | None = None
+    attachment_text: str | None = None   # an attachment's extracted text, or its file extension
+    # (lower-cased name, value): the header field is present, and when value is given one of its
+    # words is in it (James's headerExists / headerContains)
+    headers: tuple[tuple[str, str | None], ...] = ()
     has_attachment: bool | None = None
     flags_set: frozenset[SystemFlag] = frozenset()
     flags_unset: frozenset[SystemFlag] = frozenset()
@@ -74,6 +80,9 @@ class SearchQuery:
     size_less_than: int | None = None
     uids: tuple[int, ...] | None = None
     message_id: MessageId | None = None
+    all_of: tuple[SearchQuery, ...] = ()
+    any_of: tuple[SearchQuery, ...] = ()    # at least one holds (an empty any_of holds for none)
+    none_of: tuple[SearchQuery, ...] = ()
     sort: tuple[Sort, ...] = DEFAULT_SORT
     limit: int = DEFAULT_LIMIT
 
@@ -88,7 +97,8 @@ class SearchQuery:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must not be negative")
-        for name in ("from_", "to", "cc", "bcc", "subject", "body", "attachment_file_name"):
+        object.__setattr__(self, "headers", tuple((n.lower(), v) for n, v in self.headers))
+        for name in ("from_", "to", "cc", "bcc", "subject", "body", "attachment_file_name", "attachment_text"):
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ValueError(f"{name.rstrip('_')} must not be blank")
@@ -97,6 +107,11 @@ class SearchQuery:
     def of(cls, mailbox_ids: MailboxId | Iterable[MailboxId], **criteria: Any) -> SearchQuery:
         ids = (mailbox_ids,) if isinstance(mailbox_ids, MailboxId) else tuple(mailbox_ids)
         return cls(mailbox_ids=ids, **criteria)
+
+    @classmethod
+    def criteria(cls, **criteria: Any) -> SearchQuery:
+        """Criteria to nest in ``all_of``, ``any_of`` or ``none_of`` of a query."""
+        return cls(mailbox_ids=(), **criteria)
 
 
 @dataclass(frozen=True, order=True)

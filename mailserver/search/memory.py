@@ -96,6 +96,37 @@ def _date(value: str | None) -> datetime | None:
 def matches(document: dict[str, Any], query: SearchQuery) -> bool:
     if document[f.MAILBOX_ID] not in {str(m) for m in query.mailbox_ids}:
         return False
+    return criteria_hold(document, query)
+
+
+def _any_word(query: str, tokens: Iterable[str], analyzer: Callable[[str], list[str]]) -> bool:
+    """A match query's default operator (OR): one word of the query is enough."""
+    have = set(tokens)
+    return any(w in have for w in analyzer(query))
+
+
+def _header_holds(document: dict[str, Any], name: str, value: str | None) -> bool:
+    for header in document.get(f.HEADERS) or []:
+        if header.get(f.NAME) == name and (
+                value is None or _any_word(value, mail_and_url_tokens(header.get(f.VALUE)), mail_and_url_tokens)):
+            return True
+    return False
+
+
+def criteria_hold(document: dict[str, Any], query: SearchQuery) -> bool:
+    """The query's criteria, its scope aside."""
+    if not all(criteria_hold(document, q) for q in query.all_of):
+        return False
+    if query.any_of and not any(criteria_hold(document, q) for q in query.any_of):
+        return False
+    if any(criteria_hold(document, q) for q in query.none_of):
+        return False
+    if not all(_header_holds(document, name, value) for name, value in query.headers):
+        return False
+    if query.attachment_text is not None:
+        if not any(_all_words(query.attachment_text, standard_tokens(a.get(f.TEXT_CONTENT)))
+                   or a.get(f.FILE_EXTENSION) == query.attachment_text for a in document.get(f.ATTACHMENTS) or []):
+            return False
     for field_name, value in ((f.FROM, query.from_), (f.TO, query.to), (f.CC, query.cc), (f.BCC, query.bcc)):
         if value is not None and not matches_address(document.get(field_name) or [], value):
             return False

@@ -195,10 +195,31 @@ def _flag(flag: SystemFlag, is_set: bool) -> dict[str, Any]:
     return {"term": {FLAG_FIELDS[flag]: is_set}}
 
 
+def _header(name: str, value: str | None) -> dict[str, Any]:
+    """James's ExistsOperator / ContainsOperator header queries, on the nested header fields."""
+    term: dict[str, Any] = {"term": {f"{f.HEADERS}.{f.NAME}": name}}
+    inner = term if value is None else {"bool": {"must": [term, _match(f"{f.HEADERS}.{f.VALUE}", value)]}}
+    return {"nested": {"path": f.HEADERS, "query": inner, "score_mode": "avg"}}
+
+
 def to_query(query: SearchQuery) -> dict[str, Any]:
-    must: list[dict[str, Any]] = []
-    must_not: list[dict[str, Any]] = []
-    filters: list[dict[str, Any]] = [{"terms": {f.MAILBOX_ID: [str(m) for m in query.mailbox_ids]}}]
+    scope = {"terms": {f.MAILBOX_ID: [str(m) for m in query.mailbox_ids]}}
+    criteria = _criteria(query)
+    criteria["bool"]["filter"].insert(0, scope)
+    return criteria
+
+
+def _criteria(query: SearchQuery) -> dict[str, Any]:
+    """The query's criteria as a bool query, its scope aside (nested criteria have none)."""
+    must: list[dict[str, Any]] = [_criteria(q) for q in query.all_of]
+    must_not: list[dict[str, Any]] = [_criteria(q) for q in query.none_of]
+    filters: list[dict[str, Any]] = []
+    if query.any_of:
+        must.append(_any(*(_criteria(q) for q in query.any_of)))
+    must += [_header(name, value) for name, value in query.headers]
+    if query.attachment_text is not None:
+        must.append(_any(_match(f"{f.ATTACHMENTS}.{f.TEXT_CONTENT}", query.attachment_text, "and"),
+                         {"term": {f"{f.ATTACHMENTS}.{f.FILE_EXTENSION}": query.attachment_text}}))
     for field_name, value in ((f.FROM, query.from_), (f.TO, query.to), (f.CC, query.cc), (f.BCC, query.bcc)):
         if value is not None:
             must.append(_address(field_name, value))

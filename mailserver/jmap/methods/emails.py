@@ -8,20 +8,19 @@ asked for.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.errors import MethodError, invalid_arguments
+from mailserver.jmap.methods import email_filter, email_search
 from mailserver.jmap.methods.arguments import boolean, check_get_size, only, optional_ids, properties, unsigned
 from mailserver.jmap.methods.email_body import PART_PROPERTIES, Part, body_value, structure
-from mailserver.jmap.methods.email_headers import HEADER_PROPERTIES, as_utc, header_properties, parse_header, utc_date
+from mailserver.jmap.methods.email_headers import HEADER_PROPERTIES, header_properties, parse_header, utc_date
 from mailserver.jmap.methods.keywords import keywords_of
-from mailserver.jmap.methods.query_window import simple_filter, window
+from mailserver.jmap.methods.query_window import window
 from mailserver.jmap.methods.states import email_state
 from mailserver.jmap.methods.user_messages import UserEmail, UserMessages
 from mailserver.mailbox.content import preview
-from mailserver.model.mailbox import Mailbox
 
 METADATA = ("id", "blobId", "threadId", "mailboxIds", "keywords", "size", "receivedAt")
 FAST_VIEW = ("preview", "hasAttachment")
@@ -32,8 +31,6 @@ GET_ARGUMENTS = {"accountId", "ids", "properties", "bodyProperties", "fetchTextB
                  "fetchAllBodyValues", "maxBodyValueBytes"}
 QUERY_ARGUMENTS = {"accountId", "filter", "sort", "position", "anchor", "anchorOffset", "limit", "calculateTotal",
                    "collapseThreads"}
-FILTERS = frozenset({"inMailbox", "inMailboxOtherThan", "before", "after", "minSize", "maxSize", "hasKeyword",
-                     "notKeyword"})
 
 
 def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
@@ -119,66 +116,30 @@ def query(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     only(arguments, QUERY_ARGUMENTS)
     account = context.check_account(arguments)
     boolean(arguments, "collapseThreads")   # threads are single messages here: nothing to collapse
-    conditions = _filter(arguments.get("filter"))
+    filter_ = email_filter.parse(arguments.get("filter"))
     ascending = _sort(arguments.get("sort"))
     messages = UserMessages(context.services.manager, context.user)
-    mailboxes = _mailboxes(messages, conditions)
-    emails = [e for e in messages.in_mailboxes(mailboxes) if _matches(e, conditions)]
+    if filter_ is not None and email_filter.needs_index(filter_):
+        index = context.services.search
+        if index is None:
+            raise MethodError("unsupportedFilter", "text filters need the search index (OpenSearch)")
+        ids = email_search.search(index, list(messages.mailboxes), filter_, ascending)
+    else:
+        ids = _listed(messages, filter_, ascending)
+    return window(ids, arguments, email_state(context.services.manager, list(messages.mailboxes.values())), account)
+
+
+def _listed(messages: UserMessages, filter_: email_filter.Filter | None, ascending: bool) -> list[str]:
+    """The matching emails read from the message rows (of the one mailbox the filter names, if any)."""
+    only_in = email_filter.only_mailbox(filter_)
+    if only_in is None:
+        mailboxes = list(messages.mailboxes.values())
+    else:
+        mailbox = messages.mailbox(only_in)
+        mailboxes = [mailbox] if mailbox is not None else []
+    emails = [e for e in messages.in_mailboxes(mailboxes) if email_filter.holds(filter_, e)]
     emails.sort(key=lambda e: (e.first.internal_date, e.id), reverse=not ascending)
-    return window([e.id for e in emails], arguments,
-                  email_state(context.services.manager, list(messages.mailboxes.values())), account)
-
-
-def _filter(value: Any) -> dict[str, Any]:
-    value = simple_filter(value, FILTERS)
-    if "inMailbox" in value and not isinstance(value["inMailbox"], str):
-        raise invalid_arguments("inMailbox must be a mailbox id")
-    other = value.get("inMailboxOtherThan", [])
-    if not isinstance(other, list) or not all(isinstance(i, str) for i in other):
-        raise invalid_arguments("inMailboxOtherThan must be an array of mailbox ids")
-    for name in ("before", "after"):
-        if name in value:
-            value = {**value, name: _utc(value[name], name)}
-    for name in ("minSize", "maxSize"):
-        if name in value and (not isinstance(value[name], int) or isinstance(value[name], bool)):
-            raise invalid_arguments(f"{name} must be an integer")
-    for name in ("hasKeyword", "notKeyword"):
-        if name in value and not isinstance(value[name], str):
-            raise invalid_arguments(f"{name} must be a keyword")
-    return value
-
-
-def _utc(value: Any, name: str) -> datetime:
-    if not isinstance(value, str) or not value.endswith("Z"):
-        raise invalid_arguments(f"{name} must be a UTCDate")
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        raise invalid_arguments(f"{name} must be a UTCDate") from None
-
-
-def _mailboxes(messages: UserMessages, conditions: dict[str, Any]) -> list[Mailbox]:
-    if "inMailbox" in conditions:
-        mailbox = messages.mailbox(conditions["inMailbox"])
-        return [mailbox] if mailbox is not None else []
-    return list(messages.mailboxes.values())
-
-
-def _matches(email: UserEmail, conditions: dict[str, Any]) -> bool:
-    first = email.first
-    received = as_utc(first.internal_date)
-    keywords = keywords_of(email.flags)
-    held = {str(c.mailbox_id) for c in email.copies}
-    checks = {
-        "inMailboxOtherThan": lambda v: bool(held - set(v)),
-        "before": lambda v: received < v,
-        "after": lambda v: received >= v,
-        "minSize": lambda v: first.size >= v,
-        "maxSize": lambda v: first.size < v,
-        "hasKeyword": lambda v: v.lower() in keywords,
-        "notKeyword": lambda v: v.lower() not in keywords,
-    }
-    return all(checks[name](value) for name, value in conditions.items() if name in checks)
+    return [e.id for e in emails]
 
 
 def _sort(value: Any) -> bool:
