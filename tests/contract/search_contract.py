@@ -134,6 +134,24 @@ class SearchIndexContract:
         assert self.uids(index, mailbox, has_attachment=True) == [1]
         assert self.uids(index, mailbox, has_attachment=False) == [2]
 
+    def test_nested_criteria_headers_and_attachments_as_a_jmap_text_filter_builds_them(self, index, add, mailbox):
+        add(mailbox, 1, raw_message(sender="Carol <carol@example.org>", subject="lunch", body="pizza"))
+        add(mailbox, 2, raw_message(subject="budget", attachment="figures.pdf"))
+        add(mailbox, 3, raw_message(subject="budget", body="draft numbers", cc="Dave <dave@example.net>"))
+        c = SearchQuery.criteria
+
+        def text(value: str) -> SearchQuery:   # Email/query's ``text`` condition
+            return c(any_of=(c(from_=value), c(to=value), c(cc=value), c(bcc=value), c(subject=value),
+                             c(body=value), c(attachment_text=value), c(attachment_file_name=value)))
+
+        assert self.uids(index, mailbox, all_of=(text("carol@example.org"),)) == [1]
+        assert self.uids(index, mailbox, all_of=(text("pdf"),)) == [2]
+        assert self.uids(index, mailbox, all_of=(text("dave"),)) == [3]
+        assert self.uids(index, mailbox, subject="budget", none_of=(c(attachment_text="pdf"),)) == [3]
+        assert self.uids(index, mailbox, headers=(("Cc", None),)) == [3]
+        assert self.uids(index, mailbox, headers=(("subject", "lunch dinner"),)) == [1]
+        assert self.uids(index, mailbox, any_of=(c(uids=()),)) == []
+
     # ------------------------------------------------------------------ flags, dates, sizes
     def test_system_flags_set_and_unset(self, index, add, mailbox):
         add(mailbox, 1, flags=Flags.of(SystemFlag.SEEN, SystemFlag.FLAGGED))

@@ -24,6 +24,7 @@ from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.model.passwords import PasswordHasher
+from mailserver.search.api import SearchIndex
 from mailserver.users.memory import MemoryUsersRepository
 
 DOMAIN = "jmap.test"
@@ -66,10 +67,11 @@ class World:
         return account_id(self.user)
 
     def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None,
-                submission: Submission | None = None) -> JmapContext:
+                submission: Submission | None = None, search: SearchIndex | None = None) -> JmapContext:
         """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
         services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions,
-                                changes=self.changes, uploads=self.uploads, submission=submission)
+                                changes=self.changes, uploads=self.uploads, submission=submission,
+                                search=search)
         key = jwt_public_key or public_pem(signing_key())
         auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())
