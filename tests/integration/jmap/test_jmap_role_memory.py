@@ -17,6 +17,7 @@ from mailserver.model.mailbox import MailboxPath
 from mailserver.queue.memory import MemoryMailQueue
 from mailserver.rrt.memory import MemoryRecipientRewriteTable
 from mailserver.runtime.roles import JmapRole
+from mailserver.search.wiring import memory_search
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.security.throttle_config import AuthThrottleConfig
 from tests.support.jmap_world import MIXED, USER, USING, World, basic, bearer, make_world, public_pem, signing_key
@@ -107,14 +108,15 @@ def test_with_a_certificate_the_role_serves_https(world, tmp_path):
 
 def test_the_role_serve_builds_reads_its_settings_and_the_processs_throttle(world, tmp_path):
     """``JmapRole.on`` as ``serve --roles jmap`` calls it: port and key from the environment, the
-    mailbox layer, users, subscriptions, rewrite table and authentication throttle of the process's
-    backends, and the mailet container's spool for submissions."""
+    mailbox layer, users, subscriptions, rewrite table, search index and authentication throttle of
+    the process's backends, and the mailet container's spool for submissions."""
     key = tmp_path / "jwt.pub"
     key.write_text(public_pem(signing_key()))
     throttle = AuthThrottle(AuthThrottleConfig(delay=0, address_limit=1))
     backends = SimpleNamespace(mailbox=world.mailbox, users=world.users, subscriptions=world.subscriptions,
                                rrt=MemoryRecipientRewriteTable(), auth_throttle=throttle,
-                               jmap_changes=world.changes, session=None, blobs=world.mailbox.blobs)
+                               jmap_changes=world.changes, session=None, blobs=world.mailbox.blobs,
+                               search=memory_search(world.mailbox))
     container = SimpleNamespace(context=SimpleNamespace(spool=MemoryMailQueue("spool")))
     port = unused_port()
     role = JmapRole.on(backends, {"MAILSERVER_JMAP_PORT": str(port), "MAILSERVER_JMAP_JWT_PUBLIC_KEY": str(key)},
@@ -125,6 +127,11 @@ def test_the_role_serve_builds_reads_its_settings_and_the_processs_throttle(worl
             session = client.get("/jmap/session", headers=bearer()).json()
             assert session["username"] == USER
             assert "urn:ietf:params:jmap:submission" in session["capabilities"]
+            text_query = ["Email/query", {"accountId": session["primaryAccounts"]["urn:ietf:params:jmap:mail"],
+                                          "filter": {"text": "hello"}}, "q"]
+            answer = client.post("/jmap", headers=bearer(), json={
+                "using": USING, "methodCalls": [text_query]})
+            assert answer.json()["methodResponses"][0][0] == "Email/query"   # answered by the search index
             assert client.get("/jmap/session", headers={"Authorization": "Bearer forged"}).status_code == 401
             assert client.get("/jmap/session", headers=bearer()).status_code == 429   # the shared throttle
     finally:
