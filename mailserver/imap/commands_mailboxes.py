@@ -71,9 +71,12 @@ class MailboxCommands(SessionBase):
                 if str(p).upper() != "CONDSTORE":
                     raise ParseError(f"unknown SELECT parameter {p!r}")
             self.condstore = True
+        previous = self.selected
         self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected
         path = self.path(name)
         selected = await self.blocking(self._open, path, read_only)
+        if previous is not None:
+            selected.keep_recent(previous)
         recent = len(selected.recent)
         # The order of RFC 3501's SELECT example, as James sends it.
         lines = [selected.flags_response(), b"* %d EXISTS\r\n" % selected.exists, b"* %d RECENT\r\n" % recent,
@@ -97,14 +100,21 @@ class MailboxCommands(SessionBase):
         messages = manager.get_messages(path)
         recent = [m.uid for m in messages if m.flags.has(SystemFlag.RECENT)]
         selected = SelectedMailbox(mailbox, path, read_only=read_only, messages=messages, state=state, recent=recent)
-        if recent and not read_only:
-            try:
-                selected.flags_updated(manager.set_flags(path, Flags.of(SystemFlag.RECENT), FlagsUpdateMode.REMOVE,
-                                                         recent))
-                selected.state = manager.mailbox_state(path)
-            except MaintenanceMode:
-                pass   # stays \Recent for the next session: harmless
+        self._claim_recent(selected, recent)
         return selected
+
+    def _claim_recent(self, selected: SelectedMailbox, uids: list[int]) -> None:
+        """Blocking: this session is told these messages are \\Recent, so no other session will be:
+        the stored flag (Cassandra's mailboxRecents, shared by every node) is taken off, as James's
+        read-write SELECT does. EXAMINE leaves it for the next session."""
+        if not uids or selected.read_only:
+            return
+        try:
+            selected.flags_updated(self.manager.set_flags(selected.path, Flags.of(SystemFlag.RECENT),
+                                                          FlagsUpdateMode.REMOVE, uids))
+            selected.state = self.manager.mailbox_state(selected.path)
+        except MaintenanceMode:
+            pass   # stays \Recent for the next session: harmless
 
     # -- CREATE / DELETE / RENAME ---------------------------------------------------------------------
     async def cmd_create(self, command: Command, args: Args) -> str:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from mailserver.imap.response import flag_list, number, paren
 from mailserver.mailbox.manager import MailboxState
 from mailserver.model.events import UpdatedFlags
-from mailserver.model.flags import SystemFlag
+from mailserver.model.flags import Flags, SystemFlag
 from mailserver.model.mailbox import Mailbox, MailboxPath
 from mailserver.model.message import MessageMetadata
 
@@ -35,6 +35,12 @@ class SelectedMailbox:
         self.recent: set[int] = set(recent)
         self.user_flags: set[str] = {f for m in messages for f in m.flags.user}
         self.gone: set[int] = set()     # expunged elsewhere, not yet announced
+
+    def keep_recent(self, previous: SelectedMailbox) -> None:
+        """SELECT of the mailbox this session already has selected: the messages it was told are
+        \\Recent stay so (James keeps the selected mailbox, and its recent set, on such a SELECT)."""
+        if previous.mailbox.id == self.mailbox.id:
+            self.recent |= previous.recent & set(self.uids)
 
     # -- numbering ---------------------------------------------------------------------------
     @property
@@ -68,7 +74,9 @@ class SelectedMailbox:
         out: list[bytes] = []
         by_uid = {m.uid: m for m in fresh}
         self.gone |= {uid for uid in self.uids if uid not in by_uid}
+        recent_removed = False
         if expunges and self.gone:
+            recent_removed = bool(self.recent & self.gone)
             for uid in sorted(self.gone):
                 seq = self.seq_of(uid)
                 if seq is None:
@@ -91,7 +99,8 @@ class SelectedMailbox:
             if now is None or now.mod_seq == before.mod_seq:
                 continue
             self.known[uid] = now
-            if now.flags != before.flags or with_modseq:
+            # Another session taking \\Recent is no news here (James finds that flag uninteresting too).
+            if _shown(now) != _shown(before) or with_modseq:
                 changed.append(now)
         for m in added:
             self.uids.append(m.uid)
@@ -100,6 +109,7 @@ class SelectedMailbox:
                 self.recent.add(m.uid)
         if added:
             out.append(b"* %d EXISTS\r\n" % self.exists)
+        if added or recent_removed:   # as James: the recent count also changes when a recent message goes
             out.append(b"* %d RECENT\r\n" % len(self.recent))
         for m in changed:
             out.append(self.fetch_flags(m, with_uid=with_uid, with_modseq=with_modseq))
@@ -117,6 +127,10 @@ class SelectedMailbox:
 
     def flags_response(self) -> bytes:
         return b"* FLAGS " + applicable_flags(self.user_flags) + b"\r\n"
+
+
+def _shown(m: MessageMetadata) -> Flags:
+    return Flags(m.flags.system - {SystemFlag.RECENT}, m.flags.user)
 
 
 def applicable_flags(user_flags: Iterable[str]) -> bytes:

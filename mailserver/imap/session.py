@@ -45,6 +45,7 @@ from mailserver.mailbox.errors import (
 )
 from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.model.address import InvalidAddress, Username
+from mailserver.model.flags import SystemFlag
 from mailserver.model.mailbox import INBOX, InvalidMailboxName, MailboxPath, printable
 from mailserver.observability.logging import mdc
 from mailserver.serving.connection_caps import Over
@@ -341,6 +342,10 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
             return
         fresh = await self.blocking(self.manager.get_messages, selected.path)
         lines = selected.apply(fresh, state, expunges=expunges, with_uid=True, with_modseq=self.condstore)
+        # Messages that arrived while selected are this session's \Recent ones: claim them.
+        arrived = [m.uid for m in fresh if m.flags.has(SystemFlag.RECENT) and m.uid in selected.recent]
+        if arrived:
+            await self.blocking(self._claim_recent, selected, arrived)
         if lines:
             await self.send(b"".join(lines))
 
