@@ -71,10 +71,12 @@ class MailboxCommands(SessionBase):
                 if str(p).upper() != "CONDSTORE":
                     raise ParseError(f"unknown SELECT parameter {p!r}")
             self.condstore = True
-        previous = self.selected
+        previous = self.selected or self.left_by_failed_select
         self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected
+        self.left_by_failed_select = previous
         path = self.path(name)
         selected = await self.blocking(self._open, path, read_only)
+        self.left_by_failed_select = None
         if previous is not None:
             selected.keep_recent(previous)
         recent = len(selected.recent)

@@ -121,6 +121,11 @@ class MessageCommands(SessionBase):
             return found
 
         found = await self.blocking(evaluate)
+        if query.modseq and not self.condstore:
+            # The first CONDSTORE-enabling command of a session with a mailbox selected tells its
+            # HIGHESTMODSEQ (RFC 7162 3.1), as James does.
+            self.condstore = True
+            await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq))
         numbers = [uid if by_uid else seq for seq, uid, _ in found]
         highest = max(m for _, _, m in found) if query.modseq and found else None
         if options is not None:

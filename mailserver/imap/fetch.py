@@ -111,8 +111,8 @@ def parse_request(tokens: list[Token]) -> FetchRequest:
     names: list[Token] = items if isinstance(items, list) else [items]
     if isinstance(items, Atom) and items.upper() in MACROS:
         names = [Atom(n) for n in MACROS[items.upper()]]
-    elif not names:
-        raise ParseError("FETCH needs data items")
+    # An empty list "()" is accepted and answered "* n FETCH ()", as James does; RFC 3501's grammar
+    # wants one item at least, but refusing it gains a client nothing.
     attributes = [parse_attribute(n) for n in names]
     request = FetchRequest(attributes)
     if modifiers:

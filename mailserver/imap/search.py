@@ -20,13 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.header import decode_header, make_header
+from email.message import Message
 from email.utils import parsedate_to_datetime
 
 from mailserver.imap.fetch import Content
 from mailserver.imap.parser import Atom, ParseError, Token
 from mailserver.imap.response import parse_date
 from mailserver.imap.sequence import SequenceSet
-from mailserver.mailbox.content import _text, leaf_parts
+from mailserver.mailbox.content import _text, walk_parts
 from mailserver.model.flags import SystemFlag
 from mailserver.model.message import MessageMetadata
 
@@ -79,15 +80,26 @@ def _decode(value: str) -> str:
 
 
 def _message_text(full: bytes, body_start: int) -> str:
-    """The decoded text parts; the raw body when there is none (or the walk fails on hostile input)."""
+    """The decoded text parts and the preambles and epilogues of multiparts (James's BODY finds
+    words there too); the raw body when there is no text part (or the walk fails on hostile input)."""
     try:
-        texts = [_text(part) for part in leaf_parts(full) if part.get_content_maintype() == "text"]
+        texts = []
+        for part, is_leaf in walk_parts(full):
+            if not is_leaf:
+                texts.append(_outside_text(part))
+            elif part.get_content_maintype() == "text":
+                texts.append(_text(part))
     except Exception as exc:   # whatever the message, the other messages of the mailbox are still searched
         log.warning("message body searched as raw text (%s: %s)", type(exc).__name__, exc)
         texts = []
     if not texts:
         return full[body_start:].decode("utf-8", "replace")
     return "\n".join(texts)
+
+
+def _outside_text(multipart: Message) -> str:
+    payload = multipart.get_payload()
+    return payload.encode("ascii", "surrogateescape").decode("utf-8", "replace") if isinstance(payload, str) else ""
 
 
 @dataclass

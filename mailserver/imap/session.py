@@ -94,6 +94,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         self.state = State.NOT_AUTHENTICATED
         self.user: Username | None = None
         self.selected: SelectedMailbox | None = None
+        self.left_by_failed_select: SelectedMailbox | None = None
         self.tls = writer.get_extra_info("sslcontext") is not None
         self.condstore = False
         self.auth_failures = 0

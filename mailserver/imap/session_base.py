@@ -51,6 +51,9 @@ class SessionBase:
     state: State
     user: Username | None
     selected: SelectedMailbox | None
+    # The mailbox a failed SELECT left: its \\Recent messages stay this session's if it is selected
+    # again (James keeps it selected then, RFC 3501 6.3.1 wants none selected).
+    left_by_failed_select: SelectedMailbox | None
     condstore: bool
     writer: asyncio.StreamWriter
 

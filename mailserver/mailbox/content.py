@@ -207,6 +207,13 @@ _HEADERS = BytesHeaderParser(policy=compat32)  # compat32: structure from plain 
 def leaf_parts(raw: bytes, *, into_messages: bool = True) -> Iterator[Message]:
     """Leaf parts in document order, each with its (undecoded) body as payload; attached messages
     are descended, or yielded as leaves when not ``into_messages``."""
+    return (part for part, is_leaf in walk_parts(raw, into_messages=into_messages) if is_leaf)
+
+
+def walk_parts(raw: bytes, *, into_messages: bool = True) -> Iterator[tuple[Message, bool]]:
+    """``leaf_parts`` (paired with True) with, before the parts of each multipart, the multipart
+    itself (paired with False) whose payload is its preamble and epilogue: the text outside its
+    parts (RFC 2046 5.1.1), which is in the body of the message all the same."""
     stack: list[tuple[bytes, int]] = [(raw, 0)]
     visited = 0
     while stack and visited < MAX_PARTS:
@@ -216,12 +223,16 @@ def leaf_parts(raw: bytes, *, into_messages: bool = True) -> Iterator[Message]:
         ctype = part.get_content_type()
         if part.get_content_maintype() == "multipart" or (into_messages and ctype in _CONTAINED_MESSAGES):
             if depth < MAX_DEPTH:  # deeper containers are skipped: nothing in them counts
-                children = [body] if ctype in _CONTAINED_MESSAGES else _children(body, part.get_boundary(),
-                                                                                  MAX_PARTS - visited)
+                if ctype in _CONTAINED_MESSAGES:
+                    children = [body]
+                else:
+                    children = _children(body, part.get_boundary(), MAX_PARTS - visited)
+                    part.set_payload(_outside_parts(body, part.get_boundary()).decode("ascii", "surrogateescape"))
+                    yield part, False
                 stack.extend((child, depth + 1) for child in reversed(children))
             continue
         part.set_payload(body.decode("ascii", "surrogateescape"))  # as email's parser stores a body
-        yield part
+        yield part, True
 
 
 def _parse_part(data: bytes) -> tuple[Message, bytes]:
@@ -242,8 +253,7 @@ def _children(body: bytes, boundary: str | None, limit: int) -> list[bytes]:
     """The first ``limit`` parts between boundary lines (RFC 2046); a missing close delimiter ends at the end."""
     if not boundary:
         return []  # a multipart without a boundary has no parts we can find
-    delimiter = re.compile(rb"(?m)^--" + re.escape(boundary.encode("utf-8", "surrogateescape")) +
-                           rb"(--)?[ \t]*\r?$")
+    delimiter = _delimiter(boundary)
     children: list[bytes] = []
     start: int | None = None
     for match in delimiter.finditer(body):
@@ -259,3 +269,17 @@ def _children(body: bytes, boundary: str | None, limit: int) -> list[bytes]:
     if start is not None:
         children.append(body[start:])
     return children
+
+
+def _delimiter(boundary: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?m)^--" + re.escape(boundary.encode("utf-8", "surrogateescape")) + rb"(--)?[ \t]*\r?$")
+
+
+def _outside_parts(body: bytes, boundary: str | None) -> bytes:
+    """The preamble and the epilogue of a multipart body; all of it when no delimiter is found."""
+    delimiter = _delimiter(boundary) if boundary else None
+    first = delimiter.search(body) if delimiter is not None else None
+    if delimiter is None or first is None:
+        return body
+    close = next((m for m in delimiter.finditer(body, first.start()) if m.group(1)), None)
+    return body[:first.start()] + (b"\n" + body[close.end():] if close is not None else b"")
