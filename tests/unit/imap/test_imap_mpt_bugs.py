@@ -101,3 +101,82 @@ def test_store_right_after_another_session_appended_names_the_new_message(world)
     assert client.fetch("1", "(FLAGS)")[1][0].count(b"\\Flagged") == 1
     other.logout()
     client.logout()
+
+
+def test_a_second_select_of_the_same_mailbox_keeps_its_recent_messages(world):
+    client = world.client()
+    assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.select("INBOX")[0] == "OK"
+    assert client.select("INBOX")[0] == "OK"
+    assert client.untagged_responses.get("RECENT") == [b"1"], "still this session's \\Recent message"
+    client.logout()
+
+
+def test_expunge_of_a_recent_message_announces_the_new_recent_count(world):
+    client = world.client()
+    assert client.select("INBOX")[0] == "OK"
+    for _ in range(2):
+        assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.store("1", "+FLAGS.SILENT", "(\\Deleted)")[0] == "OK"
+    client.untagged_responses.pop("RECENT", None)
+    assert client.expunge() == ("OK", [b"1"])
+    assert client.untagged_responses.get("RECENT") == [b"1"]
+    client.logout()
+
+
+def test_a_message_arriving_while_selected_is_recent_in_that_session_only(world):
+    client, other = world.client(), world.client()
+    assert client.select("INBOX")[0] == "OK"
+    assert other.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.noop()[0] == "OK"
+    assert client.untagged_responses.get("RECENT")[-1] == b"1"
+    third = world.client()
+    assert third.select("INBOX")[0] == "OK"
+    assert third.untagged_responses.get("RECENT") == [b"0"], "the selected session took \\Recent"
+    assert b"\\Recent" in client.fetch("1", "(FLAGS)")[1][0]
+    for c in (client, other, third):
+        c.logout()
+
+
+def test_a_failed_select_does_not_lose_the_recent_messages_of_the_mailbox_selected_before(world):
+    client = world.client()
+    assert client.create("box")[0] == "OK"
+    assert client.append("box", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.select("box")[0] == "OK"
+    assert client.rename("box", "renamed")[0] == "OK"
+    assert client.select("box")[0] == "NO"
+    assert client.select("renamed")[0] == "OK"
+    assert client.untagged_responses.get("RECENT") == [b"1"]
+    client.logout()
+
+
+def test_fetch_of_an_empty_item_list_answers_an_empty_fetch(world):
+    client = world.client()
+    assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.select("INBOX")[0] == "OK"
+    assert client.fetch("1", "()") == ("OK", [b"1 ()"])
+    client.logout()
+
+
+_PREAMBLE = (b"Subject: outer\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\nYet another preamble\r\n"
+             b"--b\r\nContent-Type: text/plain\r\n\r\nRhubarb\r\n--b--\r\nan epilogue\r\n")
+
+
+def test_search_body_reads_the_preamble_and_the_epilogue_of_a_multipart(world):
+    client = world.client()
+    assert client.append("INBOX", None, None, _PREAMBLE)[0] == "OK"
+    assert client.select("INBOX")[0] == "OK"
+    assert client.search(None, "BODY", "another") == ("OK", [b"1"])
+    assert client.search(None, "BODY", "epilogue") == ("OK", [b"1"])
+    assert client.search(None, "BODY", "outer") == ("OK", [b""]), "the header is not the body"
+    client.logout()
+
+
+def test_search_modseq_as_first_condstore_command_announces_highestmodseq(world):
+    client = world.client()
+    assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert client.select("INBOX")[0] == "OK"
+    client.untagged_responses.pop("OK", None)
+    assert client.search(None, "MODSEQ", "1")[0] == "OK"
+    assert any(line.startswith(b"[HIGHESTMODSEQ ") for line in client.untagged_responses.get("OK", []))
+    client.logout()
