@@ -1,9 +1,14 @@
-"""The event-bus port: dispatch events to listener groups (James's group listeners)."""
+"""The event-bus port: dispatch events to listener groups and to key listeners (as James's bus).
+
+A group listener runs once per event in the whole cluster (on one node). A key listener runs on
+every node where it is registered for one of the event's registration keys (``registration_keys``).
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from mailserver.events.registration_keys import RegistrationKey
 from mailserver.model.events import MailboxEvent
 
 
@@ -23,9 +28,30 @@ class EventListener(ABC):
         return True
 
 
+class Registration(ABC):
+    @abstractmethod
+    def unregister(self) -> None:
+        """Stop delivering to the listener; the key is unbound once its last listener left."""
+
+
 class EventBus(ABC):
     @abstractmethod
     def register(self, listener: EventListener) -> None: ...
+
+    @abstractmethod
+    def register_key(self, listener: EventListener, key: RegistrationKey) -> Registration:
+        """Deliver to ``listener`` every event dispatched with ``key``, from any node, until unregistered.
+
+        Key listeners run synchronously on the dispatching node and are called once per event;
+        their ``group`` is not used. A failure is logged, never retried nor dead-lettered.
+        """
+
+    def key_delivery_live(self) -> bool:
+        """Whether events dispatched by other processes reach this bus's key listeners right now.
+
+        False tells a caller that needs every change (IMAP IDLE) to fall back on polling.
+        """
+        return False
 
     @abstractmethod
     def dispatch(self, *events: MailboxEvent) -> None: ...

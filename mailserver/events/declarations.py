@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mailserver.events.naming import BusNames
+from mailserver.events.registration_keys import RegistrationKey
 from mailserver.rabbitmq_queues import QueueType
 
 DIRECT = "direct"
@@ -75,6 +76,28 @@ def group_declarations(names: BusNames, queue_type: QueueType, group: str) -> li
         Exchange(names.retry_exchange(group)),
         Binding(names.retry_exchange(group), queue),
     ]
+
+
+def registration_queue(names: BusNames, queue_type: QueueType, bus_id: str, *, durable: bool = True,
+                       auto_delete: bool = True, ttl_ms: int | None = None) -> Queue:
+    """A node's key queue, as ``KeyRegistrationHandler.declareQueue`` and ``KeyReconnectionHandler``.
+
+    James: durable(evaluateDurable(notification durability, default true)), exclusive(evaluateExclusive(
+    !EXCLUSIVE)), autoDelete(evaluateAutoDelete(notification.queue.autoDelete, default true)),
+    workQueueArgumentsBuilder() plus ``x-expires`` when ``notification.queue.ttl`` is set; no dead-letter
+    exchange (its deliveries are auto-acked).
+    """
+    arguments = queue_type.arguments()
+    if ttl_ms is not None:
+        arguments["x-expires"] = ttl_ms
+    return Queue(names.registration_queue(bus_id), durable=queue_type.durable(durable),
+                 exclusive=queue_type.exclusive(False), auto_delete=queue_type.auto_delete(auto_delete),
+                 arguments=arguments)
+
+
+def key_binding(names: BusNames, bus_id: str, key: RegistrationKey) -> Binding:
+    """``RegistrationBinder``: the main exchange to the node's key queue, with the key's routing key."""
+    return Binding(names.exchange, names.registration_queue(bus_id), key.routing_key)
 
 
 def apply(channel: Any, declarations: list[Declaration]) -> None:

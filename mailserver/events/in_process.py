@@ -1,18 +1,22 @@
 """Synchronous in-process bus: every group listener runs before ``dispatch`` returns.
 
 For unit tests and single-process tools, behind the same port as the RabbitMQ bus (one contract
-suite runs on both). A failing listener does not stop the others nor the caller (as on James's
-bus, the mailbox operation already happened); the event is retried ``retries`` times, then kept
-as a dead letter of that group, in the dead letters given (memory by default).
+suite runs on both). Key listeners run after the groups, for each key of the event; they see
+only this process's dispatches (``key_delivery_live`` is False). A failing group listener does
+not stop the others nor the caller (as on James's bus, the mailbox operation already happened);
+the event is retried ``retries`` times, then kept as a dead letter of that group, in the dead
+letters given (memory by default).
 """
 
 from __future__ import annotations
 
 import logging
 
-from mailserver.events.api import EventBus, EventListener
+from mailserver.events.api import EventBus, EventListener, Registration
 from mailserver.events.dead_letters import EventDeadLetters, MemoryEventDeadLetters
+from mailserver.events.key_listeners import KeyRegistration, LocalKeyListeners
 from mailserver.events.naming import BusNames
+from mailserver.events.registration_keys import RegistrationKey, keys_of
 from mailserver.model.events import MailboxEvent, deserialize_event
 
 log = logging.getLogger(__name__)
@@ -25,6 +29,7 @@ class InProcessEventBus(EventBus):
         self.dead_letters = dead_letters if dead_letters is not None else MemoryEventDeadLetters()
         self.retries = retries
         self.names = names or BusNames()
+        self.key_listeners = LocalKeyListeners()
 
     @property
     def groups(self) -> list[str]:
@@ -35,16 +40,24 @@ class InProcessEventBus(EventBus):
             raise ValueError(f"a listener of group {listener.group!r} is already registered")
         self.listeners.append(listener)
 
+    def register_key(self, listener: EventListener, key: RegistrationKey) -> Registration:
+        self.key_listeners.add(key, listener)
+        return KeyRegistration(lambda: self.key_listeners.remove(key, listener))
+
     def dispatch(self, *events: MailboxEvent) -> None:
         for event in events:
             for listener in self.listeners:
                 if listener.accepts(event):
                     self._deliver(listener, event)
+            for key in keys_of(event):
+                self.key_listeners.run(key, event)
 
     def redeliver(self, group: str, event_json: str) -> None:
         event = deserialize_event(event_json)
         if group == self.names.dispatching_failure_group:
-            self.dispatch(event)
+            for listener in self.listeners:   # to every group, not to key listeners (as James)
+                if listener.accepts(event):
+                    self._deliver(listener, event)
             return
         for listener in self.listeners:
             if listener.group == group and listener.accepts(event):

@@ -41,6 +41,10 @@ class BusNames:
         """Events whose publication failed: redelivering them dispatches them to every group again."""
         return DISPATCHING_FAILURE_GROUP_PREFIX + self.bus
 
+    def registration_queue(self, bus_id: str) -> str:
+        """A node's key queue (``DefaultNamingStrategy.queueName``): its key listeners' events."""
+        return f"{self.bus}-eventbus-{bus_id}"
+
     def work_queue(self, group: str) -> str:
         return f"{self.bus}-workQueue-{group}"
 

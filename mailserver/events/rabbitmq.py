@@ -15,6 +15,10 @@
   was retried or dead-lettered), so a process killed mid-event leaves it to be delivered again:
   listeners are idempotent, or record what they applied in the same write (the current-quota
   listener does).
+* Key listeners (``register_key``) run on every process that registered their key: dispatch runs
+  this process's at once, then publishes one more copy per key of the event with the key's routing
+  key, which reaches the other processes' key queues (``rabbitmq_keys``). A failed key copy is
+  logged: the group publication decides the outcome of ``dispatch``.
 * An undecodable body is rejected without requeue: the broker moves it to the bus's dead-letter
   queue, where it waits for an operator.
 """
@@ -32,10 +36,13 @@ from typing import Any
 import pika
 import pika.exceptions as px
 
-from mailserver.events.api import EventBus, EventBusError, EventListener
+from mailserver.events.api import EventBus, EventBusError, EventListener, Registration
 from mailserver.events.dead_letters import EventDeadLetters
+from mailserver.events.key_listeners import KeyRegistration, LocalKeyListeners
 from mailserver.events.naming import EVENT_BUS_ID_HEADER, RETRY_COUNT_HEADER, BusNames
 from mailserver.events.publisher import ConfirmingPublisher, PublishError
+from mailserver.events.rabbitmq_keys import KeyRegistrationHandler
+from mailserver.events.registration_keys import RegistrationKey, keys_of
 from mailserver.events.retry import RetryPolicy
 from mailserver.events.topology import BusTopology
 from mailserver.model.events import EventDeserializationError, MailboxEvent, deserialize_events, serialize_event
@@ -61,12 +68,16 @@ class RabbitMQEventBus(EventBus):
         self.propagate_dispatch_error = propagate_dispatch_error
         self.metrics = metrics
         self.bus_id = str(uuid.uuid4())
-        self.topology = BusTopology(amqp_url, self.names, queue_type)
+        self.queue_type = queue_type or QueueType()
+        self.topology = BusTopology(amqp_url, self.names, self.queue_type)
         self.publisher = ConfirmingPublisher(amqp_url, connections=publisher_connections)
         self.peer_groups = peer_groups   # groups other nodes run; None: every node runs the same groups
         self.listeners: dict[str, EventListener] = {}
         self._declared = False
         self._consumer: _Consumer | None = None
+        self.key_listeners = LocalKeyListeners()
+        self._keys: KeyRegistrationHandler | None = None
+        self._keys_lock = threading.Lock()
 
     # -- registration -----------------------------------------------------------------------------
     def register(self, listener: EventListener) -> None:
@@ -87,6 +98,34 @@ class RabbitMQEventBus(EventBus):
     def groups(self) -> list[str]:
         return list(self.listeners)
 
+    # -- key registrations ------------------------------------------------------------------------
+    def register_key(self, listener: EventListener, key: RegistrationKey) -> Registration:
+        if self.key_listeners.add(key, listener):
+            self.keys.bind(key)
+
+        def unregister() -> None:
+            if self.key_listeners.remove(key, listener):
+                self.keys.unbind(key)
+        return KeyRegistration(unregister)
+
+    @property
+    def keys(self) -> KeyRegistrationHandler:
+        """This process's key queue and its consumer, started with the first key registration."""
+        with self._keys_lock:
+            if self._keys is None:
+                self._keys = KeyRegistrationHandler(self.amqp_url, self.names, self.bus_id, self.queue_type,
+                                                    self.key_listeners, self.concurrency)
+                self._keys.start()
+                started = self._keys
+            else:
+                return self._keys
+        if not started.connected.wait(5.0):
+            log.warning("event bus keys not connected yet: key listeners get other nodes' events once it is")
+        return started
+
+    def key_delivery_live(self) -> bool:
+        return self._keys is not None and self._keys.connected.is_set()
+
     # -- dispatch ---------------------------------------------------------------------------------
     def declare(self) -> None:
         """The bus's exchanges and shared queue (idempotent; done once per process, lazily)."""
@@ -95,10 +134,24 @@ class RabbitMQEventBus(EventBus):
 
     def dispatch(self, *events: MailboxEvent) -> None:
         for event in events:
-            self._publish_or_keep(event)
+            keys = keys_of(event)
+            for key in keys:
+                self.key_listeners.run(key, event)
+            body = serialize_event(event)
+            self._publish_or_keep(event, body)
+            for key in keys:
+                self._publish_key_copy(event, body, key)
 
-    def _publish_or_keep(self, event: MailboxEvent) -> None:
-        body = serialize_event(event)
+    def _publish_key_copy(self, event: MailboxEvent, body: str, key: RegistrationKey) -> None:
+        """The copy for the nodes that registered ``key`` (not mandatory: often none did)."""
+        try:
+            self.publisher.publish(self.names.exchange, key.routing_key, body,
+                                   {EVENT_BUS_ID_HEADER: self.bus_id}, mandatory=False)
+        except Exception as exc:  # key listeners elsewhere miss it; IMAP's fallback poll still sees it
+            log.warning("key copy of %s %s for %s not published: %s", event.type_name, event.event_id,
+                        key.routing_key, exc)
+
+    def _publish_or_keep(self, event: MailboxEvent, body: str) -> None:
         try:
             if not self._declared:
                 self.declare()
@@ -147,6 +200,9 @@ class RabbitMQEventBus(EventBus):
 
     def close(self) -> None:
         self.stop()
+        if self._keys is not None:
+            self._keys.stop()
+            self._keys = None
         self.publisher.close()
 
     def consuming(self) -> bool:
