@@ -8,11 +8,13 @@ assertion on what a listener saw waits with ``eventually``.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 
 from mailserver.events.dead_letters import MemoryEventDeadLetters
+from mailserver.events.registration_keys import mailbox_key
 from mailserver.model.events import serialize_event
 from tests.support.events import Recording, eventually, sample_added
 
@@ -127,3 +129,65 @@ class EventBusContract:
 
         with pytest.raises(ValueError, match="already registered"):
             bus.register(Recording("org.apache.james.test.Same$SameGroup"))
+
+    # -- key listeners (James's registrations) -----------------------------------------------------
+    def test_a_key_listener_gets_the_events_of_its_mailbox_only(self, make_bus, dead_letters):
+        bus = make_bus(dead_letters)
+        mine, other = sample_added(), sample_added()
+        listener = Recording("")
+        registration = bus.register_key(listener, mailbox_key(mine.mailbox_id))
+        try:
+            bus.dispatch(other, mine)
+
+            eventually(lambda: listener.handled)
+            assert [e.event_id for e in listener.handled] == [mine.event_id]
+        finally:
+            registration.unregister()
+
+    def test_an_unregistered_key_listener_gets_nothing_more(self, make_bus, dead_letters):
+        bus = make_bus(dead_letters)
+        first, second = sample_added(), sample_added()
+        listener = Recording("")
+        key = mailbox_key(first.mailbox_id)
+        registration = bus.register_key(listener, key)
+        bus.dispatch(first)
+        eventually(lambda: listener.handled)
+        registration.unregister()
+        registration.unregister()   # a second unregister does nothing
+
+        bus.dispatch(dataclasses.replace(second, mailbox_id=first.mailbox_id))
+
+        assert [e.event_id for e in listener.handled] == [first.event_id]
+
+    def test_a_key_stays_registered_while_one_of_its_listeners_remains(self, make_bus, dead_letters):
+        bus = make_bus(dead_letters)
+        event = sample_added()
+        key = mailbox_key(event.mailbox_id)
+        leaving, staying = Recording(""), Recording("")
+        bus.register_key(leaving, key).unregister()
+        registration = bus.register_key(staying, key)
+        bus.register_key(leaving, key).unregister()
+        try:
+            bus.dispatch(event)
+
+            eventually(lambda: staying.handled)
+            assert [e.event_id for e in staying.handled] == [event.event_id]
+            assert leaving.handled == []
+        finally:
+            registration.unregister()
+
+    def test_a_failing_key_listener_neither_stops_the_others_nor_is_dead_lettered(self, make_bus, dead_letters):
+        bus = make_bus(dead_letters)
+        event = sample_added()
+        key = mailbox_key(event.mailbox_id)
+        broken, healthy = Recording("", fail_times=10**6), Recording("")
+        registrations = [bus.register_key(broken, key), bus.register_key(healthy, key)]
+        try:
+            bus.dispatch(event)
+
+            eventually(lambda: healthy.handled)
+            assert broken.attempts[event.event_id] == 1
+            assert not dead_letters.contain_events()
+        finally:
+            for registration in registrations:
+                registration.unregister()

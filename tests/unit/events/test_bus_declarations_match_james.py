@@ -9,6 +9,10 @@ The tables below are read from James's code (apache/james-project, master):
   bound to the exchange;
 - .../events/GroupRegistration.java, ``createGroupWorkQueue``, and GroupConsumerRetry.java,
   ``createRetryExchange``: a group's work queue, bound only to its retry exchange;
+- .../events/KeyRegistrationHandler.java, ``declareQueue``, KeyReconnectionHandler.java,
+  DefaultNamingStrategy.java (``queueName``: ``<bus>-eventbus-<eventBusId>``) and
+  RegistrationBinder.java: a node's key queue (durable, not exclusive, auto-delete unless quorum,
+  ``x-expires`` when a TTL is set, no dead letter), bound to the exchange with the key's routing key;
 - backends-common/rabbitmq/.../RabbitMQConfiguration.java, ``workQueueArgumentsBuilder``
   (``x-queue-version: 2`` unless quorum), QueueArguments.java (the argument names) and
   Constants.java (``evaluateDurable/Exclusive/AutoDelete``: a quorum queue is durable, not
@@ -19,8 +23,17 @@ from __future__ import annotations
 
 import pytest
 
-from mailserver.events.declarations import Binding, Exchange, Queue, base_declarations, group_declarations
+from mailserver.events.declarations import (
+    Binding,
+    Exchange,
+    Queue,
+    base_declarations,
+    group_declarations,
+    key_binding,
+    registration_queue,
+)
 from mailserver.events.naming import BusNames
+from mailserver.events.registration_keys import RegistrationKey
 from mailserver.rabbitmq_queues import QueueType
 
 GROUP = ("org.apache.james.mailbox.opensearch.events.OpenSearchListeningMessageSearchIndex"
@@ -97,3 +110,30 @@ def test_a_quorum_queue_is_always_durable_never_exclusive_nor_auto_deleted():
 def test_non_positive_quorum_numbers_are_refused(bad):
     with pytest.raises(ValueError):
         QueueType(quorum=True, **bad)
+
+
+BUS_ID = "5a4c2e1f-0d3b-4c8a-9e7f-6b5a4c3d2e1f"
+
+
+@pytest.mark.parametrize(("queue_type", "mode_arguments", "auto_delete"), [
+    pytest.param(QueueType(), CLASSIC, True, id="classic"),
+    pytest.param(QueueType(quorum=True, replication_factor=3, delivery_limit=5), QUORUM_3_LIMIT_5, False,
+                 id="quorum"),
+])
+def test_a_node_key_queue_is_declared_as_james_key_registration_handler(queue_type, mode_arguments, auto_delete):
+    queue = registration_queue(BusNames(), queue_type, BUS_ID)
+
+    assert (queue.name, queue.durable, queue.exclusive, queue.auto_delete, queue.arguments) == \
+        (f"mailboxEvent-eventbus-{BUS_ID}", True, False, auto_delete, mode_arguments)
+
+
+def test_a_key_queue_ttl_is_x_expires():
+    assert registration_queue(BusNames(), QueueType(), BUS_ID, ttl_ms=3_600_000).arguments == \
+        {**CLASSIC, "x-expires": 3_600_000}
+
+
+def test_a_key_is_bound_from_the_main_exchange_with_its_routing_key():
+    key = RegistrationKey("MailboxIdRegistrationKey", "a1b2")
+
+    assert key_binding(BusNames(), BUS_ID, key) == \
+        Binding("mailboxEvent-exchange", f"mailboxEvent-eventbus-{BUS_ID}", "MailboxIdRegistrationKey:a1b2")
