@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pika
-import pika.exceptions as px
 
-from mailserver.events.declarations import apply, key_binding, registration_queue
+from mailserver.events.declarations import Exchange, apply, key_binding, registration_queue
 from mailserver.events.key_listeners import LocalKeyListeners
 from mailserver.events.naming import EVENT_BUS_ID_HEADER, BusNames
 from mailserver.events.registration_keys import RegistrationKey
@@ -43,6 +43,8 @@ class KeyRegistrationHandler(threading.Thread):
                  listeners: LocalKeyListeners, concurrency: int = 10) -> None:
         super().__init__(name="event-bus-keys", daemon=True)
         self.params = pika.URLParameters(amqp_url)
+        # Named, so that an operator (or a test) finds the node's key connection in the management UI.
+        self.params.client_properties = {"connection_name": f"{names.bus}-eventbus-{bus_id}"}
         self.names = names
         self.bus_id = bus_id
         self.queue = registration_queue(names, queue_type, bus_id)
@@ -64,12 +66,6 @@ class KeyRegistrationHandler(threading.Thread):
         self._on_connection(lambda channel: channel.queue_unbind(binding.queue, binding.exchange,
                                                                  routing_key=binding.routing_key),
                             f"unbind {key.routing_key}")
-
-    def drop_connection(self) -> None:
-        """Close the connection as a broker failure would (tests of the reconnection)."""
-        connection = self._connection
-        if connection is not None:
-            connection.add_callback_threadsafe(connection.close)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stopping.set()
@@ -100,9 +96,15 @@ class KeyRegistrationHandler(threading.Thread):
         except Exception as exc:  # closed meanwhile: the next connection does it
             log.info("event bus keys: %s deferred to the next connection (%s)", what, exc)
             return
-        if not done.wait(TOPOLOGY_TIMEOUT):
-            log.warning("event bus keys: %s not confirmed within %ss", what, TOPOLOGY_TIMEOUT)
-        elif failure:
+        deadline = time.monotonic() + TOPOLOGY_TIMEOUT
+        while not done.wait(0.05):
+            if self._connection is not connection:
+                log.info("event bus keys: connection lost before %s; the next connection does it", what)
+                return
+            if time.monotonic() > deadline:
+                log.warning("event bus keys: %s not confirmed within %ss", what, TOPOLOGY_TIMEOUT)
+                return
+        if failure:
             log.warning("event bus keys: %s failed (%s); redone on reconnection", what, failure[0])
 
     # -- the connection's thread ------------------------------------------------------------------
@@ -112,7 +114,7 @@ class KeyRegistrationHandler(threading.Thread):
             try:
                 self._consume()
                 attempt = 0
-            except (px.AMQPError, OSError) as exc:
+            except Exception as exc:  # whatever broke the connection, push must come back: reconnect
                 delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
                 attempt += 1
                 log.warning("event bus keys lost RabbitMQ (%s); reconnecting in %.1fs", exc, delay)
@@ -122,7 +124,7 @@ class KeyRegistrationHandler(threading.Thread):
         connection = pika.BlockingConnection(self.params)
         try:
             channel = connection.channel()
-            apply(channel, [self.queue])
+            apply(channel, [Exchange(self.names.exchange), self.queue])   # the exchange, as James's bus start
             channel.basic_consume(self.queue.name, self._on_message, auto_ack=True)
             self._connection, self._channel = connection, channel
             self.connections += 1
@@ -131,7 +133,7 @@ class KeyRegistrationHandler(threading.Thread):
             # before is in this list (binding twice is harmless).
             apply(channel, [key_binding(self.names, self.bus_id, key) for key in self.listeners.keys()])
             while not self._stopping.is_set():
-                connection.process_data_events(time_limit=1)
+                connection.process_data_events(time_limit=0.25)   # bounds how long ``stop`` waits
             channel.queue_delete(self.queue.name)   # as James's stop(): the node's keys leave with it
         finally:
             self.connected.clear()
