@@ -2,7 +2,8 @@
 
 For unit tests and single-process tools, behind the same port as the RabbitMQ bus (one contract
 suite runs on both). Key listeners run after the groups, for each key of the event; they see
-only this process's dispatches (``key_delivery_live`` is False). A failing group listener does
+only this process's dispatches: ``key_delivery_live`` is False unless ``sees_every_writer`` says
+that every writer of the mailboxes dispatches here (a single-process setup, tests). A failing group listener does
 not stop the others nor the caller (as on James's bus, the mailbox operation already happened);
 the event is retried ``retries`` times, then kept as a dead letter of that group, in the dead
 letters given (memory by default).
@@ -24,12 +25,13 @@ log = logging.getLogger(__name__)
 
 class InProcessEventBus(EventBus):
     def __init__(self, retries: int = 2, dead_letters: EventDeadLetters | None = None,
-                 names: BusNames | None = None) -> None:
+                 names: BusNames | None = None, sees_every_writer: bool = False) -> None:
         self.listeners: list[EventListener] = []
         self.dead_letters = dead_letters if dead_letters is not None else MemoryEventDeadLetters()
         self.retries = retries
         self.names = names or BusNames()
         self.key_listeners = LocalKeyListeners()
+        self.sees_every_writer = sees_every_writer
 
     @property
     def groups(self) -> list[str]:
@@ -43,6 +45,9 @@ class InProcessEventBus(EventBus):
     def register_key(self, listener: EventListener, key: RegistrationKey) -> Registration:
         self.key_listeners.add(key, listener)
         return KeyRegistration(lambda: self.key_listeners.remove(key, listener))
+
+    def key_delivery_live(self) -> bool:
+        return self.sees_every_writer
 
     def dispatch(self, *events: MailboxEvent) -> None:
         for event in events:

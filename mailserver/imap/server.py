@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+from mailserver.events.api import EventBus
 from mailserver.imap.config import ImapConfig
 from mailserver.imap.session import Session
 from mailserver.imap.watcher import MailboxWatcher
@@ -46,7 +47,9 @@ log = logging.getLogger(__name__)
 class ImapServer:
     def __init__(self, config: ImapConfig, manager: MailboxManager, users: UsersRepository | None, *,
                  subscriptions: SubscriptionStore | None = None, maintenance: Callable[[], bool] | None = None,
-                 metrics: Metrics | None = None, auth_throttle: AuthThrottle | None = None) -> None:
+                 metrics: Metrics | None = None, auth_throttle: AuthThrottle | None = None,
+                 bus: EventBus | None = None) -> None:
+        """``bus``: where IDLE registers its mailboxes' keys; without it (or while it is down) IDLE polls."""
         self.config = config
         self.manager = manager
         self.users = users
@@ -59,7 +62,7 @@ class ImapServer:
         self.caps = ConnectionCaps(config.max_connections, config.max_connections_per_ip)
         self.in_flight = 0
         self.pool: ThreadPoolExecutor | None = None
-        self.watcher: MailboxWatcher = MailboxWatcher(self._probe, config.idle_poll_interval)
+        self.watcher: MailboxWatcher = MailboxWatcher(self._probe, config.idle_poll_interval, bus)
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None

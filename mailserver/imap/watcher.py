@@ -1,28 +1,30 @@
 """Wake IDLE sessions when their mailbox changes (RFC 2177).
 
-Two sources, whichever comes first:
+Three sources, whichever comes first:
 
 * a change made through this server (APPEND, STORE, COPY, MOVE, EXPUNGE of any session here)
   calls ``changed(mailbox_id)``: the other sessions idling on that mailbox wake at once;
-* everything else (LocalDelivery, other nodes, WebAdmin) is seen by polling the mailbox's
-  ``MailboxState`` (counters and the uid/modseq generators: three single-row reads) every
-  ``interval`` seconds. One poll per *mailbox* being watched, however many sessions idle on it.
-
-Why not a listener on ``MailboxContext.bus``: the event-bus port has group listeners only (on
-the RabbitMQ bus, work-queue semantics: one node of the group gets each event, so the node
-holding the IDLE session would miss most of them) and no way to unregister; IDLE needs James's
-key listeners (per mailbox id, on every node). When the bus offers them, ``changed`` is the
-place to call from a key listener and the poll can slow down.
+* a key listener on the event bus (James's ``MailboxIdRegistrationKey``), registered while a
+  mailbox is watched: an event dispatched by any process (LocalDelivery, another node, WebAdmin,
+  JMAP) wakes its sessions as soon as the bus delivers it;
+* polling the mailbox's ``MailboxState`` (counters and the uid/modseq generators: three single-row
+  reads) every ``interval`` seconds, one poll per *mailbox* however many sessions idle on it. While
+  the bus delivers key events (``key_delivery_live``) a watch polls once, to see what changed
+  before its key was bound, then stops; it polls again whenever the bus is down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mailserver.events.api import EventBus, EventListener, Registration
+from mailserver.events.registration_keys import mailbox_key
+from mailserver.model.events import MailboxEvent
 from mailserver.model.ids import MailboxId
 
 log = logging.getLogger(__name__)
@@ -35,14 +37,33 @@ class _Watch:
     path: Any
     waiters: dict[asyncio.Future, Any] = field(default_factory=dict)   # future -> the state its session knows
     task: asyncio.Task | None = None
+    registration: Registration | None = None
+    closed: bool = False
+    probed_while_pushed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Wake(EventListener):
+    """A key listener: called on a bus thread, it hands the wake-up to the event loop."""
+
+    def __init__(self, watcher: MailboxWatcher, loop: asyncio.AbstractEventLoop, mailbox_id: MailboxId) -> None:
+        self.watcher, self.loop, self.mailbox_id = watcher, loop, mailbox_id
+
+    def handle(self, event: MailboxEvent) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.watcher.changed, self.mailbox_id)
+        except RuntimeError:   # the loop is closed: the server stopped
+            pass
 
 
 class MailboxWatcher:
-    def __init__(self, probe: Probe, interval: float) -> None:
+    def __init__(self, probe: Probe, interval: float, bus: EventBus | None = None) -> None:
         self.probe = probe
         self.interval = interval
+        self.bus = bus
         self._watches: dict[MailboxId, _Watch] = {}
         self.polls = 0   # for tests and metrics: probe calls made
+        self.skipped_polls = 0   # poll ticks left out because the bus pushed the mailbox's events
 
     def changed(self, mailbox_id: MailboxId) -> None:
         """A change made here: wake every session waiting on that mailbox (call on the event loop)."""
@@ -62,6 +83,8 @@ class MailboxWatcher:
         watch.waiters[future] = known
         if watch.task is None or watch.task.done():
             watch.task = loop.create_task(self._poll(mailbox_id, watch))
+            if self.bus is not None:
+                loop.run_in_executor(None, self._subscribe, watch, _Wake(self, loop, mailbox_id), mailbox_id)
         try:
             await future
         finally:
@@ -71,10 +94,41 @@ class MailboxWatcher:
                     watch.task.cancel()
                 if self._watches.get(mailbox_id) is watch:
                     del self._watches[mailbox_id]
+                self._unsubscribe(watch, loop)
+
+    def _subscribe(self, watch: _Watch, listener: _Wake, mailbox_id: MailboxId) -> None:
+        """On an executor thread: binding the key may wait for the broker."""
+        assert self.bus is not None
+        try:
+            registration = self.bus.register_key(listener, mailbox_key(mailbox_id))
+        except Exception as exc:  # the poll still sees every change
+            log.warning("IDLE on mailbox %s falls back on polling: key registration failed (%s)", mailbox_id, exc)
+            return
+        with watch.lock:
+            if not watch.closed:
+                watch.registration = registration
+                return
+        registration.unregister()   # the watch ended while the key was being bound
+
+    def _unsubscribe(self, watch: _Watch, loop: asyncio.AbstractEventLoop) -> None:
+        with watch.lock:
+            watch.closed = True
+            registration, watch.registration = watch.registration, None
+        if registration is not None:
+            loop.run_in_executor(None, registration.unregister)
+
+    def _pushed(self, watch: _Watch) -> bool:
+        """Whether the bus brings this mailbox's events right now (then polling is only a first check)."""
+        return watch.registration is not None and self.bus is not None and self.bus.key_delivery_live()
 
     async def _poll(self, mailbox_id: MailboxId, watch: _Watch) -> None:
         while watch.waiters:
             await asyncio.sleep(self.interval)
+            pushed = self._pushed(watch)
+            if pushed and watch.probed_while_pushed:
+                self.skipped_polls += 1
+                continue
+            watch.probed_while_pushed = pushed
             try:
                 self.polls += 1
                 state = await self.probe(watch.path)

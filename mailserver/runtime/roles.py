@@ -140,7 +140,7 @@ class ImapRole(ServerRole):
         server = ImapServer(settings.imap, backends.mailbox.manager, backends.users,
                             subscriptions=CassandraSubscriptionStore(backends.session),
                             maintenance=lambda: not backends.guard.smtp_allowed(), metrics=backends.metrics,
-                            auth_throttle=backends.auth_throttle)
+                            auth_throttle=backends.auth_throttle, bus=backends.mailbox.bus)
         if connections is not None:
             connections.register(server)
         self.thread = ImapServerThread(server, event_loop=settings.event_loop)

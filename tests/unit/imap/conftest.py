@@ -10,6 +10,7 @@ import pytest
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
+from mailserver.events.api import EventBus
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.observability.metrics import Metrics
@@ -39,8 +40,8 @@ class World:
         return client
 
 
-def make_world(**config) -> World:
-    ctx = memory_context(MemoryBlobStore())
+def make_world(bus: EventBus | None = None, **config) -> World:
+    ctx = memory_context(MemoryBlobStore(), bus)
     users = MemoryUsersRepository(MemoryDomainList([DOMAIN]))
     users.add_user(USER, PASSWORD)
     users.add_user(OTHER, PASSWORD)
@@ -48,7 +49,7 @@ def make_world(**config) -> World:
     maintenance = [False]
     settings = {"port": 0, "auth_require_tls": False, "idle_poll_interval": 0.2, **config}
     server = ImapServer(ImapConfig(**settings), ctx.manager, users, maintenance=lambda: maintenance[0],
-                        metrics=metrics)
+                        metrics=metrics, bus=ctx.bus)
     thread = ImapServerThread(server).start()
     return World(ctx, users, thread, metrics, maintenance)
 
