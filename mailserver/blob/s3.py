@@ -186,12 +186,23 @@ class S3BlobStore(BlobStore):
             read_timeout=config.read_timeout, max_attempts=config.max_attempts) if config.endpoint_url else None
         self._batch_delete = True  # until the server refuses DeleteObjects (S3Proxy)
 
+    @property
+    def client(self) -> Any:
+        """The boto3 S3 client this store talks through, to share with another store on the same buckets."""
+        return self._s3
+
+    @property
+    def transfer_config(self) -> Any:
+        """The boto3 ``TransferConfig`` of multipart uploads (part size, parts held in memory)."""
+        return self._transfer
+
     # ------------------------------------------------------------------ bucket names
     def resolve(self, bucket: BucketName) -> str:
         """The S3 bucket of a ``BucketName`` (James's BucketNameResolver)."""
         return self.config.s3_bucket(bucket.value)
 
-    def _unresolve(self, s3_bucket: str) -> BucketName | None:
+    def unresolve(self, s3_bucket: str) -> BucketName | None:
+        """The ``BucketName`` of an S3 bucket, None for a bucket outside this store's namespace."""
         name = self.config.bucket_name(s3_bucket)
         if name is None:
             return None
@@ -318,7 +329,7 @@ class S3BlobStore(BlobStore):
     def _list_buckets(self) -> list[BucketName]:
         with _translated("listing buckets"):
             names = [bucket["Name"] for bucket in self._s3.list_buckets().get("Buckets", [])]
-        return [bucket for bucket in map(self._unresolve, names) if bucket is not None]
+        return [bucket for bucket in map(self.unresolve, names) if bucket is not None]
 
     def _list_blobs(self, bucket: BucketName) -> Iterator[BlobId]:
         name = self.resolve(bucket)

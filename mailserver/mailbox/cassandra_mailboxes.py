@@ -81,7 +81,7 @@ class CassandraMailboxStore(MailboxStore):
             return mailbox
         if self.find_by_id(mailbox.id) is None:
             try:
-                if not self._finish_creation(mailbox):
+                if not self.finish_creation(mailbox):
                     return None
             except Exception:   # the lookup still answers by path, as before; the next one tries again
                 log.warning("could not write the missing row of mailbox %s (%s)", mailbox.id, mailbox.path,
@@ -100,7 +100,7 @@ class CassandraMailboxStore(MailboxStore):
         row = self.s.one(SELECT_PATH, (path.namespace, str(path.user), path.name))
         return Mailbox(MailboxId(row["mailboxid"]), path, row["uidvalidity"]) if row else None
 
-    def _finish_creation(self, mailbox: Mailbox) -> bool:
+    def finish_creation(self, mailbox: Mailbox) -> bool:
         """Write the row of a path entry that has none; False when the mailbox was deleted meanwhile.
 
         The same values a creation still under way would write, so racing it is harmless; a

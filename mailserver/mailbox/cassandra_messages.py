@@ -82,6 +82,11 @@ class CassandraMessageStore(MessageStore):
         self._update_message_id_flags = f"UPDATE messageIdTable SET {flag_sets} WHERE mailboxId = ? AND uid = ?"
 
     # -- generators (LWT compare-and-set, as CassandraUidProvider / CassandraModSeqProvider) -----
+    @property
+    def allocations_waiting(self) -> int:
+        """UID and MODSEQ allocations queued behind a batch in flight (a gauge of counter contention)."""
+        return sum(stripe.waiting for stripe in self._allocations)
+
     def _allocate(self, table: str, column: str, mailbox_id: MailboxId, count: int) -> int:
         """The first of ``count`` new values of a mailbox's counter (uid or modseq).
 

@@ -49,6 +49,11 @@ class CassandraQuotaStore(QuotaStore):
         self._forgotten: set[tuple[str, int]] = set()   # (group, week) whose old partitions are gone
         self._lock = threading.Lock()
 
+    def forgotten_weeks(self) -> frozenset[tuple[str, int]]:
+        """The (group, first remembered week) whose older applied-event partitions this process deleted."""
+        with self._lock:
+            return frozenset(self._forgotten)
+
     def current(self, root: QuotaRoot) -> QuotaUsage:
         rows = self.s.execute("SELECT quotaType, currentValue FROM quotaCurrentValue "
                               "WHERE identifier = ? AND quotaComponent = ?", (root.as_string(), COMPONENT))

@@ -94,12 +94,19 @@ class RabbitMQHealthCheck(HealthCheck):
     name = RABBITMQ
 
     def __init__(self, amqp_url: str, *, timeout: float = PROBE_TIMEOUT,
-                 connection_name: str = "mailserver-healthcheck") -> None:
+                 connection_name: str = "mailserver-healthcheck", probe_lock: threading.Lock | None = None) -> None:
         self.amqp_url = amqp_url
         self.timeout = timeout
         self.connection_name = connection_name
         self._connection: Any = None
-        self._lock = threading.Lock()   # pika connections are not thread-safe; probes may overlap
+        # pika connections are not thread-safe and probes may overlap: one probe at a time holds it
+        # (given, to hold it from outside: a stuck probe, a maintenance window).
+        self._lock = probe_lock if probe_lock is not None else threading.Lock()
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is kept for the next probe."""
+        return self._connection is not None
 
     def check(self) -> Result:
         if not self._lock.acquire(timeout=self.timeout):

@@ -796,6 +796,11 @@ class DistributedMailQueueFactory(MailQueueFactory):
             queue.close()
         return existing
 
+    def opened(self) -> list[DistributedMailQueue]:
+        """The queues this factory declared and holds (``list_names`` also sees other processes' queues)."""
+        with self._lock:
+            return list(self._queues.values())
+
     def list_names(self) -> list[str]:
         if self.management is not None:
             try:

@@ -410,6 +410,10 @@ class SmtpServer:
     def describe_connections(self) -> list[ConnectionDescription]:
         return on_loop(self._loop, lambda: [s.describe() for s in self._sessions])
 
+    def data_received(self) -> list[int]:
+        """Bytes received so far by each DATA under way, one entry per session reading one."""
+        return on_loop(self._loop, lambda: [s.receiving.size for s in self._sessions if s.receiving is not None])
+
     def disconnect(self, usernames: frozenset[str] | None) -> None:
         def close() -> None:
             for session in list(self._sessions):

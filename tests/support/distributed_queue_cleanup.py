@@ -14,7 +14,7 @@ def delete_rabbitmq_objects(stack: Any, factory: DistributedMailQueueFactory) ->
     """Delete every queue and exchange the factory's queues declared (a missing one is fine)."""
     connection = pika.BlockingConnection(amqp_parameters(stack))
     try:
-        for queue in list(factory._queues.values()):
+        for queue in factory.opened():
             n = queue.names
             for name in (n.workqueue, n.dead_letter_queue, *(n.delay_queue(ms) for ms in queue.delays())):
                 channel = connection.channel()

@@ -36,7 +36,7 @@ class TestS3BlobStore(BlobStoreContract):
     def make_blob_store(self, s3_config, s3_store):
         """Stores on the same buckets as ``s3_store`` (so cleaned up with its), sharing its client."""
         def make(ids) -> S3BlobStore:
-            return S3BlobStore(s3_config, ids=ids, client=s3_store._s3)
+            return S3BlobStore(s3_config, ids=ids, client=s3_store.client)
         return make
 
 

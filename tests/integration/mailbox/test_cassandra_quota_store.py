@@ -97,9 +97,9 @@ def test_a_failed_cleanup_of_old_weeks_does_not_fail_the_count_and_is_tried_agai
     try:
         assert store.increase(root, QuotaUsage(1, 10), once=AppliedEvent(group, uuid.uuid4())) is True
         assert store.current(root) == QuotaUsage(1, 10)
-        assert store._forgotten == set()          # not done: the next event tries again
+        assert store.forgotten_weeks() == set()          # not done: the next event tries again
         assert store.increase(root, QuotaUsage(1, 10), once=AppliedEvent(group, uuid.uuid4())) is True
     finally:
         cassandra.faults.clear()
     assert store.current(root) == QuotaUsage(2, 20)
-    assert store._forgotten == {(group, week_of(dt.date(2026, 11, 2)) - 1)}
+    assert store.forgotten_weeks() == {(group, week_of(dt.date(2026, 11, 2)) - 1)}

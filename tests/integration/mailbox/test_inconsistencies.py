@@ -78,7 +78,7 @@ def test_a_lookup_racing_a_deletion_leaves_no_row_behind(mailbox_ctx, cassandra,
     entry = store.path_entry(path)
     store.delete(entry)                                        # the path goes first, as in a deletion
 
-    assert store._finish_creation(entry) is False
+    assert store.finish_creation(entry) is False
     assert cassandra.one("SELECT id FROM mailbox WHERE id = ?", (entry.id.value,)) is None
 
 

@@ -80,12 +80,13 @@ def test_an_unreachable_broker_is_unhealthy_and_keeps_no_connection():
     check = RabbitMQHealthCheck("amqp://guest:guest@127.0.0.1:1/%2F", timeout=1)
     result = HealthCheckRunner([check], timeout=5).run()[0]
     assert result.status is Status.UNHEALTHY
-    assert check._connection is None
+    assert not check.connected
 
 
 def test_closing_does_not_wait_for_a_probe_that_hangs(stack):
-    check = RabbitMQHealthCheck(stack.amqp_url, timeout=0.5)
-    check._lock.acquire()   # a probe stuck on an unresponsive broker holds it
+    probe_lock = threading.Lock()
+    check = RabbitMQHealthCheck(stack.amqp_url, timeout=0.5, probe_lock=probe_lock)
+    probe_lock.acquire()   # a probe stuck on an unresponsive broker holds it
     try:
         closing = threading.Thread(target=check.close)
         closing.start()
@@ -94,4 +95,4 @@ def test_closing_does_not_wait_for_a_probe_that_hangs(stack):
         result = check.check()
         assert result.status is Status.UNHEALTHY and "previous probe" in result.cause
     finally:
-        check._lock.release()
+        probe_lock.release()

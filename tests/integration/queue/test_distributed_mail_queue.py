@@ -316,7 +316,7 @@ def mode_queue(request, stack, cassandra, s3_blobs, factories):
     """A queue whose blob store has the mode of the parameter (same S3 buckets and client as ``s3_blobs``)."""
     from mailserver.blob.s3 import S3BlobStore
 
-    store = S3BlobStore(s3_blobs.config, deduplication=request.param, client=s3_blobs._s3)
+    store = S3BlobStore(s3_blobs.config, deduplication=request.param, client=s3_blobs.client)
     factory = make_factory(stack, cassandra, store)
     factories.append(factory)
     return factory.get(f"q-{uuid.uuid4().hex[:12]}")

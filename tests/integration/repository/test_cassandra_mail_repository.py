@@ -50,7 +50,7 @@ def test_a_mail_stored_from_a_queue_keeps_its_content_after_the_queue_deletes_it
     without deduplication the repository entry must hold blobs of its own, which its removal deletes."""
     from mailserver.blob.s3 import S3BlobStore
 
-    contents = MimeMessageStore(S3BlobStore(s3_blobs.config, deduplication=deduplication, client=s3_blobs._s3))
+    contents = MimeMessageStore(S3BlobStore(s3_blobs.config, deduplication=deduplication, client=s3_blobs.client))
     repository = CassandraMailRepositoryStore(cassandra, contents).select(f"cassandra://var/mail/t-{uuid.uuid4().hex[:8]}/")
     queued = contents.save(RAW)
     repository.store(make_mail(name="from-the-spool", content=queued))

@@ -42,7 +42,7 @@ def test_rows_and_object_are_where_james_reads_them(cassandra, vault_s3):
     users = cassandra.execute("SELECT user FROM userPerBucket WHERE bucketName = ?", (bucket,))
     assert owner.value in {u["user"] for u in users}
     # The object: in the month's S3 bucket (with this session's prefix), under the plain blob id.
-    s3 = vault_s3._s3
+    s3 = vault_s3.client
     body = s3.get_object(Bucket=vault_s3.resolve(BucketName(bucket)), Key=storage.blob_id)["Body"]
     assert body.read() == raw("invoice 42")
     uuid.UUID(storage.blob_id)   # plain ids: vault content is not deduplicated

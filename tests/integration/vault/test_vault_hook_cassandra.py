@@ -67,7 +67,7 @@ def test_expunged_message_is_in_the_vault_cql_and_s3_before_it_leaves_the_mailbo
         storage = original(deleted, content)
         row = cassandra.one("SELECT payload FROM deletedMessageMetadata WHERE bucketName = ? AND owner = ? "
                             "AND messageId = ?", (BUCKET, user.value, str(message_id)))
-        obj = vault_s3._s3.get_object(Bucket=vault_s3.resolve(BucketName(BUCKET)), Key=storage.blob_id)
+        obj = vault_s3.client.get_object(Bucket=vault_s3.resolve(BucketName(BUCKET)), Key=storage.blob_id)
         observed.append((row is not None, obj["Body"].read() == RAW, in_mailbox(cassandra, message_id)))
         return storage
 

@@ -42,9 +42,9 @@ def test_prefix_applies_to_every_bucket_but_the_default_one():
                         client=object())
     assert store.resolve(BucketName("deleted-messages-2026-11-01")) == "p1-deleted-messages-2026-11-01"
     assert store.resolve(store.default_bucket) == "mail-default"  # James's namespace: never prefixed
-    assert store._unresolve("p1-abc") == BucketName("abc")
-    assert store._unresolve("mail-default") == store.default_bucket
-    assert store._unresolve("other-abc") is None
+    assert store.unresolve("p1-abc") == BucketName("abc")
+    assert store.unresolve("mail-default") == store.default_bucket
+    assert store.unresolve("other-abc") is None
     with pytest.raises(ValueError, match="prefix 'p1-'"):
         store.read("x" * 62, "blob")
 
@@ -55,8 +55,8 @@ def test_without_a_namespace_the_default_bucket_is_prefixed_as_james_resolves_it
     assert store.default_bucket == BucketName("default")
     assert store.resolve(store.default_bucket) == "p1-default"
     assert store.resolve(BucketName("deleted-messages-2026-11-01")) == "p1-deleted-messages-2026-11-01"
-    assert store._unresolve("p1-default") == store.default_bucket
-    assert store._unresolve("default") is None
+    assert store.unresolve("p1-default") == store.default_bucket
+    assert store.unresolve("default") is None
 
 
 def test_an_empty_namespace_variable_is_no_namespace():
@@ -74,16 +74,16 @@ def test_the_spark_jobs_read_the_mail_bucket_the_server_resolves():
 
 def test_uploads_hold_a_bounded_number_of_parts():
     store = S3BlobStore(S3Config("http://x", "k", "s", max_concurrency=3), client=object())
-    assert store._transfer.max_in_memory_upload_chunks == 3
-    assert store._transfer.multipart_chunksize == store.config.part_size
+    assert store.transfer_config.max_in_memory_upload_chunks == 3
+    assert store.transfer_config.multipart_chunksize == store.config.part_size
 
 
 def test_connection_pool_is_sized_for_many_threads_and_configurable():
     from mailserver.blob.s3 import make_client
 
-    assert make_client(S3Config.from_env(ENV))._client_config.max_pool_connections == 64
+    assert make_client(S3Config.from_env(ENV)).meta.config.max_pool_connections == 64
     tuned = S3Config.from_env({**ENV, "S3_MAX_POOL_CONNECTIONS": "128"})
-    assert make_client(tuned)._client_config.max_pool_connections == 128
+    assert make_client(tuned).meta.config.max_pool_connections == 128
     with pytest.raises(ValueError, match="max_pool_connections"):
         S3Config.from_env({**ENV, "S3_MAX_POOL_CONNECTIONS": "0"})
 

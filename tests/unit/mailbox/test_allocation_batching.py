@@ -68,9 +68,9 @@ def queue_behind_first(store: CassandraMessageStore, session: CounterSession, ca
     assert session.entered.wait(5)
     rest = [pool.submit(call) for call in calls[1:]]
     deadline = time.monotonic() + 5
-    while sum(a.waiting for a in store._allocations) < len(calls) - 1 and time.monotonic() < deadline:
+    while store.allocations_waiting < len(calls) - 1 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert sum(a.waiting for a in store._allocations) == len(calls) - 1, "the other callers did not queue"
+    assert store.allocations_waiting == len(calls) - 1, "the other callers did not queue"
     session.gate.set()
     futures = [first, *rest]
     pool.shutdown(wait=True)
