@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pika
@@ -62,8 +62,13 @@ def _publish_confirmed(link: _Link, exchange: str, routing_key: str, data: bytes
 
 class ConfirmingPublisher:
     def __init__(self, amqp_url: str, *, connections: int = 4, nack_retries: int = 2,
-                 heartbeat: int = DEFAULT_HEARTBEAT) -> None:
-        """``heartbeat``: the timeout asked of the broker (seconds), unless the URL sets one."""
+                 heartbeat: int = DEFAULT_HEARTBEAT,
+                 open_link: Callable[[pika.URLParameters], _Link] = _Link) -> None:
+        """``heartbeat``: the timeout asked of the broker (seconds), unless the URL sets one.
+
+        ``open_link``: how a pooled link (a connection and its confirming channel) is opened; given to
+        publish through a stand-in broker.
+        """
         if connections < 1:
             raise ValueError("a publisher needs at least one connection")
         self.params = pika.URLParameters(amqp_url)
@@ -73,6 +78,7 @@ class ConfirmingPublisher:
         timeout = self.params.heartbeat if isinstance(self.params.heartbeat, int) else None
         self._keeper = HeartbeatKeeper(timeout, name="amqp-publisher-heartbeats")
         self.nack_retries = nack_retries
+        self._open_link = open_link
         self._free: queue.LifoQueue[_Link | None] = queue.LifoQueue()
         for _ in range(connections):
             self._free.put(None)     # opened lazily, on first use
@@ -122,7 +128,7 @@ class ConfirmingPublisher:
         return link
 
     def _open(self) -> _Link:
-        link = _Link(self.params)
+        link = self._open_link(self.params)
         with self._lock:
             self._all.append(link)
         self._keeper.add(link)

@@ -31,9 +31,9 @@ class FakeLink:
 
 
 def publisher_over(channel: NackingChannel) -> ConfirmingPublisher:
-    publisher = ConfirmingPublisher("amqp://guest:guest@127.0.0.1:1/%2F", connections=1, nack_retries=2)
-    publisher._open = lambda: FakeLink(channel)   # no broker: the link is the seam
-    return publisher
+    # No broker: the link is the seam (and no heartbeats to keep)
+    return ConfirmingPublisher("amqp://guest:guest@127.0.0.1:1/%2F", connections=1, nack_retries=2, heartbeat=0,
+                               open_link=lambda params: FakeLink(channel))
 
 
 def test_a_publish_nacked_twice_is_confirmed_at_the_third_attempt():
