@@ -126,7 +126,7 @@ def _plan_of(context: Mapping[str, Any]) -> dict[str, Any]:
     return context["ti"].xcom_pull(task_ids="plan")
 
 
-def _spark_args(scope: str) -> Callable[[Mapping[str, Any]], list[str]]:
+def spark_args(scope: str) -> Callable[[Mapping[str, Any]], list[str]]:
     """Job arguments of the slice (its range) or of the full-range run; each with a run key of its own."""
 
     def args(context: Mapping[str, Any]) -> list[str]:
@@ -199,7 +199,7 @@ with DAG(
         return p["slice_needed"]
 
     migrate_slice = SparkJobOperator(task_id="migrate_slice", job="migrate_message_denormalization",
-                                     args_from_context=_spark_args("slice"), cassandra_conn_id=CONN,
+                                     args_from_context=spark_args("slice"), cassandra_conn_id=CONN,
                                      pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
     @task
@@ -211,7 +211,7 @@ with DAG(
         return _plan_of(context)["denormalization_needed"]
 
     denormalize_all = SparkJobOperator(task_id="denormalize_all", job="migrate_message_denormalization",
-                                       args_from_context=_spark_args("all"), cassandra_conn_id=CONN,
+                                       args_from_context=spark_args("all"), cassandra_conn_id=CONN,
                                        pool=CASSANDRA_POOL, retry_delay=timedelta(seconds=30))
 
     def _skip_unless_planned(context: Mapping[str, Any], version: int) -> None:

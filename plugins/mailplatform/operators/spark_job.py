@@ -81,7 +81,8 @@ class SparkJobOperator(SparkSubmitOperator):
         self.args_from_context = args_from_context
         self.maintenance_window = maintenance_window
 
-    def _connection_settings(self) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    def connection_settings(self) -> tuple[dict[str, str], list[str], dict[str, str]]:
+        """The Spark conf, job arguments and environment the task's Airflow connections give the job."""
         conf: dict[str, str] = {"spark.ui.enabled": "false", **spark_log_conf()}
         args: list[str] = []
         env: dict[str, str] = {}
@@ -102,7 +103,7 @@ class SparkJobOperator(SparkSubmitOperator):
         return conf, args, env
 
     def execute(self, context: Any) -> None:
-        conf, conn_args, env = self._connection_settings()
+        conf, conn_args, env = self.connection_settings()
         self.conf = {**conf, **(self.conf or {})}
         # Explicit job arguments come last so a DAG can still override a connection default.
         from_context = self.args_from_context(context) if self.args_from_context else []

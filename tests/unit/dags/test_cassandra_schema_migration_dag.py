@@ -57,13 +57,13 @@ def test_the_slice_job_gets_its_range_and_its_own_run_key(dag, module):
     context = {"params": {"slices": 4, "rate": 50.0, "dry_run": False}, "dag": dag, "run_id": "backfill__2023",
                "dag_run": SimpleNamespace(triggering_user_name="ops"),
                "ti": SimpleNamespace(xcom_pull=lambda task_ids: plan)}
-    args = module._spark_args("slice")(context)
+    args = module.spark_args("slice")(context)
     assert args[args.index("--run-key") + 1] == f"{DAG_ID}/backfill__2023/slice"
     assert args[args.index("--from") + 1] == "2023-01-01T00:00:00+00:00"
     assert args[args.index("--to") + 1] == "2023-02-01T00:00:00+00:00"
     assert args[args.index("--rate") + 1] == "50.0" and args[args.index("--triggered-by") + 1] == "ops"
 
-    full = module._spark_args("all")({**context, "params": {"slices": 4, "rate": None, "dry_run": True}})
+    full = module.spark_args("all")({**context, "params": {"slices": 4, "rate": None, "dry_run": True}})
     assert "--from" not in full and "--rate" not in full and "--dry-run" in full
     assert full[full.index("--run-key") + 1] == f"{DAG_ID}/backfill__2023/all"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import imaplib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -40,8 +40,8 @@ class World:
         return client
 
 
-def make_world(bus: EventBus | None = None, **config) -> World:
-    ctx = memory_context(MemoryBlobStore(), bus)
+def make_world(bus: EventBus | None = None, write_guard: Callable[[], None] | None = None, **config) -> World:
+    ctx = memory_context(MemoryBlobStore(), bus, write_guard=write_guard)
     users = MemoryUsersRepository(MemoryDomainList([DOMAIN]))
     users.add_user(USER, PASSWORD)
     users.add_user(OTHER, PASSWORD)

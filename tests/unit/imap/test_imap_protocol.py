@@ -287,8 +287,7 @@ def test_writes_refused_in_maintenance_mode_answer_unavailable(maintenance_write
         if state["on"]:
             raise MaintenanceMode("the cluster is in maintenance mode; writes are refused")
 
-    w = make_world()
-    w.ctx.manager._guard = guard
+    w = make_world(write_guard=guard)
     try:
         client = w.client()
         state["on"] = True

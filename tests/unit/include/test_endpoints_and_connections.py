@@ -63,7 +63,7 @@ def test_the_s3_connection_carries_the_server_blob_settings_to_the_spark_jobs(mo
     monkeypatch.delenv("MAILSERVER_BLOB_DEDUPLICATION")
     monkeypatch.delenv("MAILSERVER_BLOB_GENERATION_DURATION")   # the job gets them from the connection only
     _, _, env = SparkJobOperator(task_id="t", job="stack_smoke", cassandra_conn_id="cassandra_test",
-                                 s3_conn_id="s3_test", opensearch_conn_id=None)._connection_settings()
+                                 s3_conn_id="s3_test", opensearch_conn_id=None).connection_settings()
     assert env["MAILSERVER_BLOB_DEDUPLICATION"] == "true" and env["MAILSERVER_BLOB_GENERATION_DURATION"] == "15"
     assert "MAILSERVER_BLOB_GENERATION_FAMILY" not in env
     assert blob_store_extra({}) == {"blob_deduplication": "false"}

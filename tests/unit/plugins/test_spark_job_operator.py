@@ -18,7 +18,7 @@ def test_connection_settings_come_from_airflow_connections(monkeypatch):
     op = SparkJobOperator(task_id="t", job="stack_smoke", cassandra_conn_id="cassandra_test",
                           s3_conn_id="s3_test", opensearch_conn_id="os_test", job_args=["--keyspace", "override"])
 
-    conf, args, env = op._connection_settings()
+    conf, args, env = op.connection_settings()
 
     assert args == ["--cassandra-hosts", "cass1,cass2", "--cassandra-port", "19042", "--keyspace", "ks1"]
     assert env == {"S3_ENDPOINT": "http://s3.internal:9000", "S3_ACCESS_KEY": "key", "S3_SECRET_KEY": "secret",

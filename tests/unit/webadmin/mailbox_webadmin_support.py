@@ -15,7 +15,7 @@ from mailserver.blob.memory import MemoryBlobStore
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
-from mailserver.model.passwords import HashedPassword
+from mailserver.model.passwords import PasswordHasher
 from mailserver.tasks.builtin.registration import register_builtin
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
@@ -27,16 +27,14 @@ from mailserver.webadmin.context import WebAdminContext
 from tests.unit.webadmin.webadmin_support import FULL, make_context
 
 NODE = "mailbox-node"
-_HASH: list[HashedPassword] = []
+CHEAP_HASHER = PasswordHasher("SHA-256")
 
 
 def add_user(users: UsersRepository, name: str) -> Username:
-    """A user the routes find, without paying PBKDF2's 210,000 rounds per test (the users are not tested here)."""
-    if not _HASH:
-        _HASH.append(users.hasher.hash("secret", username=name))
-    user = Username.of(name)
-    assert users._insert(user, _HASH[0])
-    return user
+    """A user the routes find, without paying PBKDF2's 210,000 rounds per test (the users are not tested here):
+    the repository hashes with plain SHA-256 from then on."""
+    users.hasher = CHEAP_HASHER
+    return users.add_user(name, "secret")
 
 
 @dataclass
