@@ -11,9 +11,11 @@ from mailserver.rrt.mapping import Mapping, MappingSource
 
 
 class MemoryRecipientRewriteTable(RecipientRewriteTable):
-    def __init__(self, domains: DomainList | None = None) -> None:
+    def __init__(self, domains: DomainList | None = None,
+                 rows: Iterable[tuple[MappingSource, Mapping]] = ()) -> None:
+        """``rows``: pairs held from the start, as stored (not validated: rows another writer left)."""
         super().__init__(domains)
-        self._pairs: set[tuple[MappingSource, Mapping]] = set()
+        self._pairs: set[tuple[MappingSource, Mapping]] = set(rows)
         self._lock = threading.Lock()
 
     def _store(self, source: MappingSource, mapping: Mapping) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,19 @@ class RestoreContext:
     session: CassandraSession
     manager: MailboxManager
     vault: DeletedMessageVault
+
+
+@contextmanager
+def serving(access: RestoreAccess, context: RestoreContext) -> Iterator[RestoreContext]:
+    """``access`` answered with ``context``, already connected, for the block (a driver's own stores)."""
+    with _LOCK:
+        _CONTEXTS[access] = context
+    try:
+        yield context
+    finally:
+        with _LOCK:
+            if _CONTEXTS.get(access) is context:
+                del _CONTEXTS[access]
 
 
 @dataclass(frozen=True)

@@ -112,22 +112,21 @@ def test_repair_appends_once_then_skips_and_skips_gone_content(monkeypatch):
     job = RestoreDeletedMessages()
     monkeypatch.setenv("S3_ENDPOINT", "http://127.0.0.1:9")
     job.configure(ProcedureRunner(job).parse(["--user", OWNER.value, "--dry-run"])[0])
-    monkeypatch.setitem(vault_restore._CONTEXTS, job.access,
-                        vault_restore.RestoreContext(None, mailbox.manager, vault))
-    restore_mailbox(mailbox.manager, OWNER, "Restored-Messages")
-    kept, gone = deleted(OWNER, "invoice 1"), deleted(OWNER, "invoice 2")
-    raw = b"Subject: invoice 1\r\n\r\nbody\n\xe9--"
-    vault.append(kept, raw)
-    [item] = [dict(zip(("kind", "bucketname", "messageid", "deliverydate", "restoredid"), i, strict=True))
-              for i in matching_entries({"combinator": "and", "criteria": []}, OWNER.value, [row(kept)])]
+    with vault_restore.serving(job.access, vault_restore.RestoreContext(None, mailbox.manager, vault)):
+        restore_mailbox(mailbox.manager, OWNER, "Restored-Messages")
+        kept, gone = deleted(OWNER, "invoice 1"), deleted(OWNER, "invoice 2")
+        raw = b"Subject: invoice 1\r\n\r\nbody\n\xe9--"
+        vault.append(kept, raw)
+        [item] = [dict(zip(("kind", "bucketname", "messageid", "deliverydate", "restoredid"), i, strict=True))
+                  for i in matching_entries({"combinator": "and", "criteria": []}, OWNER.value, [row(kept)])]
 
-    first, again = job.repair(None, item), job.repair(None, item)
-    assert (first.status, first.counter) == (FIXED, "successfulRestoreCount")
-    assert (again.status, again.counter) == (SKIPPED, "skippedAlreadyRestored")
-    [restored] = mailbox.manager.get_messages(MailboxPath.of(OWNER, "Restored-Messages"))
-    assert restored.message_id == restored_message_id(OWNER, kept.message_id)
-    assert mailbox.manager.read_message(restored.message_id) == raw
-    missing = {**item, "messageid": str(gone.message_id),
-               "restoredid": str(restored_message_id(OWNER, gone.message_id))}
-    assert (job.repair(None, missing).status, job.repair(None, missing).counter) == (SKIPPED, "skippedContentNotFound")
-    assert [m.message_id for m in vault.search(OWNER, Query())] == [kept.message_id]   # the vault keeps it
+        first, again = job.repair(None, item), job.repair(None, item)
+        assert (first.status, first.counter) == (FIXED, "successfulRestoreCount")
+        assert (again.status, again.counter) == (SKIPPED, "skippedAlreadyRestored")
+        [restored] = mailbox.manager.get_messages(MailboxPath.of(OWNER, "Restored-Messages"))
+        assert restored.message_id == restored_message_id(OWNER, kept.message_id)
+        assert mailbox.manager.read_message(restored.message_id) == raw
+        missing = {**item, "messageid": str(gone.message_id),
+                   "restoredid": str(restored_message_id(OWNER, gone.message_id))}
+        assert (job.repair(None, missing).status, job.repair(None, missing).counter) == (SKIPPED, "skippedContentNotFound")
+        assert [m.message_id for m in vault.search(OWNER, Query())] == [kept.message_id]   # the vault keeps it

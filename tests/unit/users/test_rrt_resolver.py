@@ -211,13 +211,19 @@ def test_types_filter(rrt, rewriter):
     assert rewriter.rewrite(a("f@d.test"), types={MappingType.ALIAS}) == [a("f@d.test")]
 
 
-def test_legacy_rows_without_domain_take_the_current_domain(rrt, rewriter):
-    rrt._store(MappingSource.of("legacy", "d.test"), Mapping.stored("forward:bob"))
+def rewriter_over_rows(domains, *rows: tuple[MappingSource, Mapping]) -> RecipientRewriter:
+    """A rewriter over a table holding ``rows`` as stored, unvalidated (a legacy writer's)."""
+    return RecipientRewriter(MemoryRecipientRewriteTable(domains, rows=rows), domains)
+
+
+def test_legacy_rows_without_domain_take_the_current_domain(domains):
+    rewriter = rewriter_over_rows(domains, (MappingSource.of("legacy", "d.test"), Mapping.stored("forward:bob")))
     assert rewriter.rewrite(a("legacy@d.test")) == [a("bob@d.test")]
 
 
-def test_unusable_stored_mapping_is_a_mapping_error(rrt, rewriter):
-    rrt._store(MappingSource.of("broken", "d.test"), Mapping.stored("regex:(unclosed:x@y.test"))
+def test_unusable_stored_mapping_is_a_mapping_error(domains):
+    rewriter = rewriter_over_rows(
+        domains, (MappingSource.of("broken", "d.test"), Mapping.stored("regex:(unclosed:x@y.test")))
     with pytest.raises(MappingErrorException, match="cannot apply mapping"):
         rewriter.rewrite(a("broken@d.test"))
 
