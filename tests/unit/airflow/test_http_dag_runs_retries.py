@@ -56,3 +56,24 @@ def test_a_4xx_is_an_answer_not_retried(monkeypatch):
     with pytest.raises(DagNotFound):
         runs.dag("d")
     assert len(calls) == 1
+
+
+def test_a_refused_token_is_renewed_once():
+    """A restarted api-server (a new secret) refuses the cached token: one new login, then the call passes."""
+    issued: list[str] = []
+    accepted: set[str] = set()
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/auth/token":
+            issued.append(f"t{len(issued)}")
+            accepted.add(issued[-1])
+            return httpx.Response(200, json={"access_token": issued[-1]})
+        if request.headers["Authorization"].removeprefix("Bearer ") not in accepted:
+            return httpx.Response(401, json={"detail": "Invalid JWT"})
+        return httpx.Response(200, json=DAG)
+
+    runs = HttpDagRuns(AirflowSettings("http://airflow.test", "admin", "pw"), transport=httpx.MockTransport(handle))
+    assert runs.dag("d").dag_id == "d"
+    accepted.clear()   # the api-server restarts
+    assert runs.dag("d").dag_id == "d"
+    assert issued == ["t0", "t1"]
