@@ -61,7 +61,7 @@ def imaplib_session(client: imaplib.IMAP4, manager: MailboxManager, user: str,
     ok(client.store("1", "+FLAGS", "(\\Answered $Work)"))
     # Appended before this session selected INBOX: \\Recent for this session (RFC 3501 2.3.2, as James).
     assert ok(client.fetch("1", "(FLAGS)")) == [b"1 (FLAGS (\\Answered \\Flagged \\Recent $Work))"]
-    moved = client._simple_command("UID", "MOVE", "2", "Archive")
+    moved = client.uid("MOVE", "2", "Archive")
     assert moved[0] == "OK", moved
     assert client.untagged_responses.pop("EXPUNGE", None) == [b"2"]
     assert manager.counters(inbox).count == 1 and manager.counters(archive).count == 1

@@ -184,13 +184,14 @@ def test_uidplus_codes_trycreate_and_overquota(world):
     client.select("INBOX")
     client.append("INBOX", None, None, NOTE)
     client.append("INBOX", None, None, NOTE)
-    status, data = client._simple_command("UID", "COPY", "1:2", "Dest")
-    assert status == "OK" and re.match(rb"\[COPYUID \d+ 1:2 1:2\]", data[0])
-    assert client._simple_command("UID", "COPY", "1", "Nope")[1][0].startswith(b"[TRYCREATE]")
+    assert client.uid("COPY", "1:2", "Dest")[0] == "OK"
+    status, data = client.response("COPYUID")   # the tagged OK's response code: [COPYUID validity 1:2 1:2]
+    assert status == "COPYUID" and re.fullmatch(rb"\d+ 1:2 1:2", data[0])
+    assert client.uid("COPY", "1", "Nope")[1][0].startswith(b"[TRYCREATE]")
     world.ctx.quota.set_user_limits(QuotaRoot.for_user(Username.of(USER)), QuotaLimits(count=4))
     status, data = client.append("INBOX", None, None, NOTE)
     assert status == "NO" and data[0].startswith(b"[OVERQUOTA]")
-    status, data = client._simple_command("UID", "COPY", "1", "Dest")
+    status, data = client.uid("COPY", "1", "Dest")
     assert status == "NO" and data[0].startswith(b"[OVERQUOTA]")
     client.logout()
 
