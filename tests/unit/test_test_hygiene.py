@@ -15,6 +15,12 @@ fixture.
 
 ``pytest.raises(Exception)`` and ``pytest.raises(BaseException)`` (alone or in a tuple) pass for almost
 any failure, a typo in the test included: the exception the code under test raises is named instead.
+
+Tests go through public interfaces: no ``obj._name`` read or written (dunders aside; ``self._x``, ``cls._x``
+and ``super()._x`` are a test double's own, a subclass calling the hook it overrides). A production class
+grows a public seam instead (a read-only property, a constructor parameter); the few private names of the
+standard library and third-party code that are the only way to a behaviour are in ``ALLOWED_PRIVATE``,
+by file, each with its reason. Module-private helpers imported by name are not attribute reads.
 """
 
 from __future__ import annotations
@@ -200,6 +206,56 @@ def test_no_pytest_raises_accepts_any_exception(suite):
     assert not loose, "pytest.raises of Exception or BaseException, name the exception raised:\n" + "\n".join(loose)
 
 
+# (file, private attribute) -> why nothing public reaches that behaviour
+ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
+    ("tests/unit/smtp/test_smtp_paths.py", "_getaddr"):
+        "aiosmtpd parses MAIL/RCPT paths in SMTP._getaddr only; IntakeSMTP overrides it with a fast path, "
+        "and the test proves both give the same result",
+    ("tests/unit/blob/test_blob_values.py", "_rolled"):
+        "tempfile.SpooledTemporaryFile tells whether it moved to disk only by _rolled (fileno() would move it)",
+    ("tests/unit/dags/test_mail_queue_dags.py", "_py_files"):
+        "Airflow's SparkSubmitHook keeps the --py-files it will submit only in _py_files",
+    ("tests/unit/test_randomness.py", "_exit"):
+        "os._exit is the documented way out of a forked child without running the parent's cleanup",
+    ("tests/support/mailserver_process.py", "_replace"):
+        "namedtuple's public API (urllib.parse.SplitResult._replace), underscored against field names",
+}
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def on_own_instance(value: ast.expr) -> bool:
+    """``self``, ``cls`` or ``super()``: a test double's own attributes, or the hook it overrides."""
+    if isinstance(value, ast.Name):
+        return value.id in ("self", "cls")
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
+
+
+def private_accesses(module: Module) -> list[ast.Attribute]:
+    found = [node for node in ast.walk(module.tree)
+             if isinstance(node, ast.Attribute) and is_private(node.attr) and not on_own_instance(node.value)]
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
+
+
+def allowed(module: Module, node: ast.Attribute) -> bool:
+    return (module.path.relative_to(ROOT).as_posix(), node.attr) in ALLOWED_PRIVATE
+
+
+def test_no_test_reaches_into_private_attributes(suite):
+    private = sorted(f"{where(module, node)} {ast.unparse(node)}" for module in suite.modules.values()
+                     for node in private_accesses(module) if not allowed(module, node))
+    assert not private, ("private attributes used by tests: add a public seam to the class, assert through public "
+                         "behaviour, or (stdlib / third party only) list it in ALLOWED_PRIVATE:\n" + "\n".join(private))
+
+
+def test_every_allowed_private_attribute_is_still_used(suite):
+    used = {(module.path.relative_to(ROOT).as_posix(), node.attr)
+            for module in suite.modules.values() for node in private_accesses(module)}
+    assert not set(ALLOWED_PRIVATE) - used, f"stale ALLOWED_PRIVATE entries: {sorted(set(ALLOWED_PRIVATE) - used)}"
+
+
 # --------------------------------------------------------------------------------- the rules themselves
 def silent_tests(source: str, helpers: str = "") -> list[str]:
     suite = Suite()
@@ -263,3 +319,19 @@ pytest.raises(ValueError)
 pytest.raises(MyException)
 '''))
     assert [call.lineno for call in catch_all_raises(module)] == [2, 3]
+
+
+def test_private_accesses_that_count():
+    module = Module(ROOT / "tests/sample.py", ast.parse('''
+store._allocations
+thread.server._sessions.add(1)
+publisher._open = None
+make()._client_config
+self._own
+cls._registry
+super()._load(user)
+obj.__class__
+obj.public
+'''))
+    assert [ast.unparse(node) for node in private_accesses(module)] == [
+        "store._allocations", "thread.server._sessions", "publisher._open", "make()._client_config"]
