@@ -128,5 +128,6 @@ def test_repair_appends_once_then_skips_and_skips_gone_content(monkeypatch):
         assert mailbox.manager.read_message(restored.message_id) == raw
         missing = {**item, "messageid": str(gone.message_id),
                    "restoredid": str(restored_message_id(OWNER, gone.message_id))}
-        assert (job.repair(None, missing).status, job.repair(None, missing).counter) == (SKIPPED, "skippedContentNotFound")
+        skipped = job.repair(None, missing)
+        assert (skipped.status, skipped.counter) == (SKIPPED, "skippedContentNotFound")
         assert [m.message_id for m in vault.search(OWNER, Query())] == [kept.message_id]   # the vault keeps it
