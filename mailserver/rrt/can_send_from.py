@@ -7,11 +7,15 @@ domain alias of its domain. Anything else is refused: JMAP submission is no open
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
 from mailserver.model.address import Domain, InvalidAddress, MailAddress, Username
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.rrt.mapping import Mapping
 
 MAX_LOOPS = 10   # James's mapping limit
+T = TypeVar("T")
 
 
 class CanSendFrom:
@@ -35,31 +39,32 @@ class CanSendFrom:
         return found
 
     def _aliases(self, address: MailAddress) -> set[MailAddress]:
-        seen, frontier = {address}, [address]
-        for _ in range(self.max_loops):
-            next_frontier = []
-            for target in frontier:
-                for source in self.rrt.list_sources(Mapping.alias(target)):
-                    alias = source.as_mail_address()
-                    if alias is not None and alias not in seen:
-                        seen.add(alias)
-                        next_frontier.append(alias)
-            if not next_frontier:
-                break
-            frontier = next_frontier
-        return seen
+        def sources(target: MailAddress) -> Iterator[MailAddress]:
+            for source in self.rrt.list_sources(Mapping.alias(target)):
+                alias = source.as_mail_address()
+                if alias is not None:
+                    yield alias
+        return {address} | self._followed_back(address, sources)
 
     def _domain_aliases(self, domain: Domain) -> set[Domain]:
-        seen: set[Domain] = set()
-        frontier = [domain]
+        def sources(target: Domain) -> Iterator[Domain]:
+            for source in self.rrt.list_sources(Mapping.domain_alias(target)):
+                alias = source.domain_part()
+                if source.is_domain and alias is not None:
+                    yield alias
+        return self._followed_back(domain, sources)
+
+    def _followed_back(self, start: T, sources: Callable[[T], Iterator[T]]) -> set[T]:
+        """What leads to ``start`` through mappings, level by level, at most ``max_loops`` levels."""
+        seen: set[T] = set()
+        frontier = [start]
         for _ in range(self.max_loops):
             next_frontier = []
             for target in frontier:
-                for source in self.rrt.list_sources(Mapping.domain_alias(target)):
-                    alias = source.domain_part()
-                    if source.is_domain and alias is not None and alias not in seen and alias != domain:
-                        seen.add(alias)
-                        next_frontier.append(alias)
+                for found in sources(target):
+                    if found != start and found not in seen:
+                        seen.add(found)
+                        next_frontier.append(found)
             if not next_frontier:
                 break
             frontier = next_frontier

@@ -6,15 +6,17 @@ import base64
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.testclient import TestClient
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
 from mailserver.jmap.account import MailServices, Submission, account_id
-from mailserver.jmap.app import JmapContext
+from mailserver.jmap.app import JmapContext, create_app
 from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.changes.logs import ChangeLogs
@@ -122,3 +124,33 @@ def bearer(user: str = USER, key: rsa.RSAPrivateKey | None = None, **claims: obj
     """A JWT for ``user``: cheap to check, unlike a password (hashed on every request)."""
     token = jwt.encode({"sub": user, **claims}, key or signing_key(), algorithm="RS256")
     return {"Authorization": f"Bearer {token}"}
+
+
+def mailbox_id(world: World, name: str) -> str:
+    """The JMAP id of the user's mailbox ``name``."""
+    return str(world.mailbox.manager.get_mailbox(MailboxPath.of(USER, name)).id)
+
+
+class JmapClient:
+    """The JMAP API of ``world`` in process, as the user with a bearer token."""
+
+    def __init__(self, world: World, limits: CoreLimits | None = None) -> None:
+        self.world = world
+        self.client = TestClient(create_app(world.context(limits)))
+
+    def calls(self, *calls: list[Any]) -> list[list[Any]]:
+        response = self.client.post("/jmap", headers=bearer(), json={"using": USING, "methodCalls": list(calls)})
+        assert response.status_code == 200, response.text
+        return response.json()["methodResponses"]
+
+    def call(self, method: str, **arguments: Any) -> dict[str, Any]:
+        """One call in the user's account; its answer, which must not be an error."""
+        name, answer, _ = self.calls([method, {"accountId": self.world.account, **arguments}, "c1"])[0]
+        assert name == method, answer
+        return answer
+
+    def error(self, method: str, **arguments: Any) -> dict[str, Any]:
+        """One call as given; the method-level error it must answer."""
+        name, answer, _ = self.calls([method, arguments, "c1"])[0]
+        assert name == "error", answer
+        return answer

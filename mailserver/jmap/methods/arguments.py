@@ -75,3 +75,22 @@ def only(arguments: dict[str, Any], allowed: Collection[str]) -> None:
     unknown = sorted(set(arguments) - set(allowed))
     if unknown:
         raise invalid_arguments(f"unknown arguments: {', '.join(unknown)}")
+
+
+def set_objects(arguments: dict[str, Any], max_objects: int) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """A ``/set`` call's ``create``, ``update`` (id to PatchObject) and ``destroy`` (RFC 8620 5.3),
+    refused as ``requestTooLarge`` beyond ``maxObjectsInSet`` before any is looked at."""
+    create = arguments.get("create") or {}
+    update = arguments.get("update") or {}
+    destroy = arguments.get("destroy") or []
+    if not isinstance(create, dict) or not isinstance(update, dict):
+        raise invalid_arguments("create and update must be objects")
+    if not all(isinstance(p, dict) for p in update.values()):
+        raise invalid_arguments("each update must be a patch object")
+    if not isinstance(destroy, list) or not all(isinstance(i, str) for i in destroy):
+        raise invalid_arguments("destroy must be an array of ids")
+    count = len(create) + len(update) + len(destroy)
+    if count > max_objects:
+        raise MethodError("requestTooLarge",
+                          f"{count} objects to set, at most {max_objects} per call (maxObjectsInSet)")
+    return create, update, destroy

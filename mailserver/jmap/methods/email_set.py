@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from mailserver.jmap.account import CallContext
-from mailserver.jmap.errors import MethodError, invalid_arguments
-from mailserver.jmap.methods.arguments import only
+from mailserver.jmap.errors import MethodError
+from mailserver.jmap.methods.arguments import only, set_objects
 from mailserver.jmap.methods.email_create import create as create_email
 from mailserver.jmap.methods.email_mailboxes import (
     MAILBOX_PATCH,
@@ -27,11 +27,7 @@ KEYWORD_PATCH = "keywords/"
 def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     only(arguments, {"accountId", "ifInState", "create", "update", "destroy"})
     account = context.check_account(arguments)
-    create, update, destroy = _objects(arguments)
-    count = len(create) + len(update) + len(destroy)
-    if count > context.limits.max_objects_in_set:
-        raise MethodError("requestTooLarge", f"{count} objects to set, at most {context.limits.max_objects_in_set} "
-                          "per call (maxObjectsInSet)")
+    create, update, destroy = set_objects(arguments, context.limits.max_objects_in_set)
     manager = context.services.manager
     messages = UserMessages(manager, context.user)
     old_state = context.email_state()
@@ -71,18 +67,6 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     answer["newState"] = context.email_state()
     return answer
 
-
-def _objects(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    create = arguments.get("create") or {}
-    update = arguments.get("update") or {}
-    destroy = arguments.get("destroy") or []
-    if not isinstance(create, dict) or not isinstance(update, dict):
-        raise invalid_arguments("create and update must be objects")
-    if not all(isinstance(p, dict) for p in update.values()):
-        raise invalid_arguments("each update must be a patch object")
-    if not isinstance(destroy, list) or not all(isinstance(i, str) for i in destroy):
-        raise invalid_arguments("destroy must be an array of ids")
-    return create, update, destroy
 
 
 def _update(context: CallContext, messages: UserMessages, email_id: str, patch: dict[str, Any]) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from mailserver.jmap.account import CallContext
-from mailserver.jmap.errors import MethodError, invalid_arguments
-from mailserver.jmap.methods.arguments import boolean, only
+from mailserver.jmap.errors import MethodError
+from mailserver.jmap.methods.arguments import boolean, only, set_objects
 from mailserver.jmap.methods.mailboxes import OWNER_RIGHTS
 from mailserver.jmap.methods.set_errors import SetError
 from mailserver.mailbox.errors import InboxCannotBeRenamedOrDeleted, MailboxExists, MailboxNotFound
@@ -32,12 +32,8 @@ SYSTEM_CHANGE = "Invalid change to a system mailbox"
 def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     only(arguments, ARGUMENTS)
     account = context.check_account(arguments)
-    create, update, destroy = _objects(arguments)
+    create, update, destroy = set_objects(arguments, context.limits.max_objects_in_set)
     remove_emails = boolean(arguments, "onDestroyRemoveEmails")
-    count = len(create) + len(update) + len(destroy)
-    if count > context.limits.max_objects_in_set:
-        raise MethodError("requestTooLarge", f"{count} objects to set, at most {context.limits.max_objects_in_set} "
-                          "per call (maxObjectsInSet)")
     old_state = context.mailbox_state()
     if_in_state = arguments.get("ifInState")
     if if_in_state is not None and if_in_state != old_state:
@@ -73,16 +69,6 @@ def set_(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     return {"accountId": account, "oldState": old_state, "newState": context.mailbox_state(),
             **{k: v or None for k, v in outcomes.items()}}
 
-
-def _objects(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    create = arguments.get("create") or {}
-    update = arguments.get("update") or {}
-    destroy = arguments.get("destroy") or []
-    if not isinstance(create, dict) or not isinstance(update, dict):
-        raise invalid_arguments("create and update must be objects")
-    if not isinstance(destroy, list) or not all(isinstance(i, str) for i in destroy):
-        raise invalid_arguments("destroy must be an array of ids")
-    return create, update, destroy
 
 
 class _Mailboxes:

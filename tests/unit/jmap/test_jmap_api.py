@@ -19,15 +19,10 @@ from mailserver.jmap.concurrency import ConcurrentRequests, TooManyRequests
 from mailserver.model.address import Username
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.security.throttle_config import AuthThrottleConfig
-from tests.support.jmap_world import OTHER, USER, USING, World, basic, bearer, make_world, signing_key
+from tests.support.jmap_world import OTHER, USER, USING, World, basic, bearer, signing_key
 
 CORE = "urn:ietf:params:jmap:core"
 PROBLEM = "application/problem+json"
-
-
-@pytest.fixture
-def world() -> World:
-    return make_world()
 
 
 @pytest.fixture

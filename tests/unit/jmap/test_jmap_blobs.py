@@ -16,14 +16,9 @@ from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.uploads import UPLOAD_BUCKET, MemoryUploadRepository
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
-from tests.support.jmap_world import MIXED, OTHER, USER, World, bearer, make_world
+from tests.support.jmap_world import MIXED, OTHER, USER, World, bearer
 
 LIMIT = "urn:ietf:params:jmap:error:limit"
-
-
-@pytest.fixture
-def world() -> World:
-    return make_world()
 
 
 @pytest.fixture

@@ -10,15 +10,10 @@ import pytest
 from mailserver.jmap.changes.model import INITIAL, Change
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath
-from tests.support.jmap_world import USER, World, make_world, plain
-from tests.unit.jmap.test_jmap_mail_methods import Jmap, mailbox_id
+from tests.support.jmap_world import USER, World, mailbox_id, plain
+from tests.support.jmap_world import JmapClient as Jmap
 
 COUNTS = ["totalEmails", "unreadEmails", "totalThreads", "unreadThreads"]
-
-
-@pytest.fixture
-def world() -> World:
-    return make_world()
 
 
 @pytest.fixture

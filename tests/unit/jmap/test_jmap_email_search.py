@@ -12,7 +12,7 @@ from mailserver.jmap.app import create_app
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath
 from mailserver.search.wiring import memory_search
-from tests.support.jmap_world import MIXED, USER, USING, World, bearer, make_world
+from tests.support.jmap_world import MIXED, USER, USING, World, bearer, mailbox_id
 
 
 class Jmap:
@@ -45,11 +45,6 @@ def message(subject: str, body: str, *, sender: str = "joe@example.com", extra: 
 
 
 @pytest.fixture
-def world() -> World:
-    return make_world()
-
-
-@pytest.fixture
 def jmap(world: World) -> Jmap:
     return Jmap(world)
 
@@ -61,10 +56,6 @@ def mail(jmap, world) -> dict[str, str]:
             "lunch": world.deliver(message("Lunch", "pizza at noon", sender="Carol <carol@example.org>",
                                            extra="X-Priority: 1\r\n"), mailbox="Archive", day=2),
             "quarterly": world.deliver(MIXED, day=3)}
-
-
-def mailbox_id(world: World, name: str) -> str:
-    return str(world.mailbox.manager.get_mailbox(MailboxPath.of(USER, name)).id)
 
 
 def test_rfc_example_text_filter_with_an_operator(jmap, world, mail):

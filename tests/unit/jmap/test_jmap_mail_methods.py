@@ -2,51 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from fastapi.testclient import TestClient
 
-from mailserver.jmap.app import create_app
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath
-from tests.support.jmap_world import MIXED, OTHER, USER, USING, World, bearer, make_world, plain
-
-
-class Jmap:
-    def __init__(self, world: World, limits: CoreLimits | None = None) -> None:
-        self.world = world
-        self.client = TestClient(create_app(world.context(limits)))
-
-    def calls(self, *calls: list[Any]) -> list[list[Any]]:
-        response = self.client.post("/jmap", headers=bearer(), json={"using": USING, "methodCalls": list(calls)})
-        assert response.status_code == 200, response.text
-        return response.json()["methodResponses"]
-
-    def call(self, method: str, **arguments: Any) -> dict[str, Any]:
-        name, answer, _ = self.calls([method, {"accountId": self.world.account, **arguments}, "c1"])[0]
-        assert name == method, answer
-        return answer
-
-    def error(self, method: str, **arguments: Any) -> dict[str, Any]:
-        name, answer, _ = self.calls([method, arguments, "c1"])[0]
-        assert name == "error", answer
-        return answer
-
-
-@pytest.fixture
-def world() -> World:
-    return make_world()
+from tests.support.jmap_world import MIXED, OTHER, USER, World, mailbox_id, plain
+from tests.support.jmap_world import JmapClient as Jmap
 
 
 @pytest.fixture
 def jmap(world: World) -> Jmap:
     return Jmap(world)
-
-
-def mailbox_id(world: World, name: str) -> str:
-    return str(world.mailbox.manager.get_mailbox(MailboxPath.of(USER, name)).id)
 
 
 # ---------------------------------------------------------------- Mailbox/get, Mailbox/query

@@ -6,42 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from mailserver.jmap.app import create_app
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.model.mailbox import MailboxPath
-from tests.support.jmap_world import OTHER, USER, USING, World, bearer, make_world, plain
+from tests.support.jmap_world import OTHER, JmapClient, World, mailbox_id, plain
 
 
-class Jmap:
-    def __init__(self, world: World, limits: CoreLimits | None = None) -> None:
-        self.world = world
-        self.client = TestClient(create_app(world.context(limits)))
-
-    def calls(self, *calls: list[Any]) -> list[list[Any]]:
-        response = self.client.post("/jmap", headers=bearer(), json={"using": USING, "methodCalls": list(calls)})
-        assert response.status_code == 200, response.text
-        return response.json()["methodResponses"]
-
+class Jmap(JmapClient):
     def set(self, **arguments: Any) -> dict[str, Any]:
-        name, answer, _ = self.calls(["Mailbox/set", {"accountId": self.world.account, **arguments}, "c1"])[0]
-        assert name == "Mailbox/set", answer
-        return answer
-
-
-@pytest.fixture
-def world() -> World:
-    return make_world()
+        return self.call("Mailbox/set", **arguments)
 
 
 @pytest.fixture
 def jmap(world: World) -> Jmap:
     return Jmap(world)
-
-
-def mailbox_id(world: World, name: str) -> str:
-    return str(world.mailbox.manager.get_mailbox(MailboxPath.of(USER, name)).id)
 
 
 def names(world: World) -> set[str]:

@@ -21,7 +21,7 @@ from mailserver.model.mailbox import MailboxPath
 from mailserver.queue.memory import MemoryMailQueue
 from mailserver.rrt.can_send_from import CanSendFrom
 from mailserver.rrt.memory import MemoryRecipientRewriteTable
-from tests.support.jmap_world import DOMAIN, OTHER, USER, USING, World, bearer, make_world, plain
+from tests.support.jmap_world import DOMAIN, OTHER, USER, USING, World, bearer, mailbox_id, plain
 
 SUBMISSION = "urn:ietf:params:jmap:submission"
 ALL = [*USING, SUBMISSION]
@@ -47,11 +47,6 @@ class Jmap:
 
 
 @pytest.fixture
-def world() -> World:
-    return make_world()
-
-
-@pytest.fixture
 def rrt() -> MemoryRecipientRewriteTable:
     return MemoryRecipientRewriteTable()
 
@@ -64,10 +59,6 @@ def spool() -> MemoryMailQueue:
 @pytest.fixture
 def jmap(world, spool, rrt) -> Jmap:
     return Jmap(world, Submission(spool, CanSendFrom(rrt)))
-
-
-def mailbox_id(world: World, name: str) -> str:
-    return str(world.mailbox.manager.get_mailbox(MailboxPath.of(USER, name)).id)
 
 
 def draft(world: World, **overrides: Any) -> dict[str, Any]:

@@ -10,12 +10,7 @@ from fastapi.testclient import TestClient
 from mailserver.jmap.app import create_app
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.model.mailbox import MailboxPath
-from tests.support.jmap_world import MIXED, OTHER, USER, USING, World, bearer, make_world, plain
-
-
-@pytest.fixture
-def world() -> World:
-    return make_world()
+from tests.support.jmap_world import MIXED, OTHER, USER, USING, World, bearer, plain
 
 
 def calls(world: World, *method_calls: list[Any], limits: CoreLimits | None = None) -> list[list[Any]]:
