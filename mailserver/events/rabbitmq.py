@@ -42,6 +42,7 @@ from mailserver.events.key_listeners import KeyRegistration, LocalKeyListeners
 from mailserver.events.naming import EVENT_BUS_ID_HEADER, RETRY_COUNT_HEADER, BusNames
 from mailserver.events.publisher import ConfirmingPublisher, PublishError
 from mailserver.events.rabbitmq_keys import KeyRegistrationHandler
+from mailserver.events.reconnection import consume_until_stopped
 from mailserver.events.registration_keys import RegistrationKey, keys_of
 from mailserver.events.retry import RetryPolicy
 from mailserver.events.topology import BusTopology
@@ -50,8 +51,6 @@ from mailserver.observability.metrics import Metrics
 from mailserver.rabbitmq_queues import QueueType
 
 log = logging.getLogger(__name__)
-
-RECONNECT_DELAYS = (0.5, 1, 2, 5, 10)
 
 
 class RabbitMQEventBus(EventBus):
@@ -288,16 +287,7 @@ class _Consumer(threading.Thread):
         self.ready = threading.Event()
 
     def run(self) -> None:
-        attempt = 0
-        while not self._stopping.is_set():
-            try:
-                self._consume()
-                attempt = 0
-            except (px.AMQPError, OSError) as exc:
-                delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
-                attempt += 1
-                log.warning("event bus consumer lost RabbitMQ (%s); reconnecting in %.1fs", exc, delay)
-                self._stopping.wait(delay)
+        consume_until_stopped(self._consume, self._stopping, log, "event bus consumer", lost=(px.AMQPError, OSError))
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _consume(self) -> None:

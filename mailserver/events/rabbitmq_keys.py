@@ -28,13 +28,13 @@ import pika
 from mailserver.events.declarations import Exchange, apply, key_binding, registration_queue
 from mailserver.events.key_listeners import LocalKeyListeners
 from mailserver.events.naming import EVENT_BUS_ID_HEADER, BusNames
+from mailserver.events.reconnection import consume_until_stopped
 from mailserver.events.registration_keys import RegistrationKey
 from mailserver.model.events import EventDeserializationError, deserialize_events
 from mailserver.rabbitmq_queues import QueueType
 
 log = logging.getLogger(__name__)
 
-RECONNECT_DELAYS = (0.5, 1, 2, 5, 10)
 TOPOLOGY_TIMEOUT = 10.0   # seconds a register/unregister waits for its binding (James: 1 minute, then retries)
 
 
@@ -109,16 +109,8 @@ class KeyRegistrationHandler(threading.Thread):
 
     # -- the connection's thread ------------------------------------------------------------------
     def run(self) -> None:
-        attempt = 0
-        while not self._stopping.is_set():
-            try:
-                self._consume()
-                attempt = 0
-            except Exception as exc:  # whatever broke the connection, push must come back: reconnect
-                delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
-                attempt += 1
-                log.warning("event bus keys lost RabbitMQ (%s); reconnecting in %.1fs", exc, delay)
-                self._stopping.wait(delay)
+        # Whatever broke the connection, push must come back: every error reconnects.
+        consume_until_stopped(self._consume, self._stopping, log, "event bus keys")
 
     def _consume(self) -> None:
         connection = pika.BlockingConnection(self.params)
