@@ -27,28 +27,18 @@ from mailserver.jmap.changes.repository import ChangeRepository
 from mailserver.mailbox.acl import AclStore
 from mailserver.mailbox.errors import MailboxNotFound
 from mailserver.mailbox.manager import MailboxManager
+from mailserver.model import events
 from mailserver.model.acl import is_positive_user_entry
 from mailserver.model.address import Username
-from mailserver.model.events import (
-    Added,
-    Expunged,
-    FlagsUpdated,
-    MailboxACLUpdated,
-    MailboxAdded,
-    MailboxDeletion,
-    MailboxEvent,
-    MailboxRenamed,
-    MailboxSubscribedEvent,
-    MailboxUnSubscribedEvent,
-)
 from mailserver.model.flags import Flags, SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
 
 log = logging.getLogger(__name__)
 
 GROUP = "org.apache.james.jmap.change.MailboxChangeListenerGroup"
-HANDLED = (MailboxAdded, MailboxRenamed, MailboxACLUpdated, MailboxDeletion, Added, FlagsUpdated, Expunged,
-           MailboxSubscribedEvent, MailboxUnSubscribedEvent)
+HANDLED = (events.MailboxAdded, events.MailboxRenamed, events.MailboxACLUpdated, events.MailboxDeletion,
+           events.Added, events.FlagsUpdated, events.Expunged, events.MailboxSubscribedEvent,
+           events.MailboxUnSubscribedEvent)
 
 
 class MailboxChangeListener(EventListener):
@@ -59,36 +49,36 @@ class MailboxChangeListener(EventListener):
         self.mailbox_changes, self.email_changes = mailbox_changes, email_changes
         self.manager, self.acl = manager, acl
 
-    def accepts(self, event: MailboxEvent) -> bool:
+    def accepts(self, event: events.MailboxEvent) -> bool:
         return isinstance(event, HANDLED)
 
-    def handle(self, event: MailboxEvent) -> None:
+    def handle(self, event: events.MailboxEvent) -> None:
         owner = str(event.user)
-        if isinstance(event, MailboxAdded):
+        if isinstance(event, events.MailboxAdded):
             self._mailboxes([Change(owner, created=(event.mailbox_id.value,))])
-        elif isinstance(event, MailboxSubscribedEvent | MailboxUnSubscribedEvent):
+        elif isinstance(event, events.MailboxSubscribedEvent | events.MailboxUnSubscribedEvent):
             self._mailboxes([Change(owner, updated=(event.mailbox_id.value,))])
-        elif isinstance(event, MailboxRenamed):
+        elif isinstance(event, events.MailboxRenamed):
             self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)),
                                          self._sharees(event.mailbox_id)))
-        elif isinstance(event, MailboxACLUpdated):
+        elif isinstance(event, events.MailboxACLUpdated):
             _, removed = event.changes()
             users = [*self._sharees(event.mailbox_id), *(k for k in removed if is_positive_user_entry(k))]
             self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)), users))
-        elif isinstance(event, MailboxDeletion):
+        elif isinstance(event, events.MailboxDeletion):
             users = [k for k in event.acl if is_positive_user_entry(k)]
             self._mailboxes(_for_sharees(Change(owner, destroyed=(event.mailbox_id.value,)), users))
-        elif isinstance(event, Added):
+        elif isinstance(event, events.Added):
             ids = tuple(dict.fromkeys(m.message_id.value for m in event.added))
             emails = Change(owner, created=ids) if event.is_appended else Change(owner, updated=ids)
             self._both(emails, Change(owner, updated=(event.mailbox_id.value,), is_count_change=True),
                        self._sharees(event.mailbox_id))
-        elif isinstance(event, FlagsUpdated):
+        elif isinstance(event, events.FlagsUpdated):
             self._flags(event)
-        elif isinstance(event, Expunged):
+        elif isinstance(event, events.Expunged):
             self._expunged(event)
 
-    def _flags(self, event: FlagsUpdated) -> None:
+    def _flags(self, event: events.FlagsUpdated) -> None:
         created: list[uuid.UUID] = []
         updated: list[uuid.UUID] = []
         destroyed: list[uuid.UUID] = []
@@ -114,7 +104,7 @@ class MailboxChangeListener(EventListener):
         if not (emails.is_noop and mailbox.is_noop):
             self._both(emails, mailbox, self._sharees(event.mailbox_id))
 
-    def _expunged(self, event: Expunged) -> None:
+    def _expunged(self, event: events.Expunged) -> None:
         changed = _unique(m.message_id.value for m in event.expunged if not m.flags.has(SystemFlag.DELETED))
         if not changed:
             return
