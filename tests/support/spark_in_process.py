@@ -60,7 +60,7 @@ def run_job(job: str, args: Sequence[str], env: Mapping[str, str]) -> subprocess
             runpy.run_path(str(path), run_name="__main__")
         except SystemExit as exit_:
             returncode = exit_code(exit_.code)
-        except BaseException:   # the traceback a failed spark-submit prints, and its status
+        except Exception:   # the traceback a failed spark-submit prints, and its status
             traceback.print_exc()
             returncode = 1
         finally:
