@@ -15,7 +15,6 @@ from mailserver.blob.memory import MemoryBlobStore
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
-from mailserver.model.passwords import PasswordHasher
 from mailserver.tasks.builtin.registration import register_builtin
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
@@ -24,10 +23,9 @@ from mailserver.tasks.worker import TaskWorker
 from mailserver.users.api import UsersRepository
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.context import WebAdminContext
-from tests.unit.webadmin.webadmin_support import FULL, make_context
+from tests.unit.webadmin.webadmin_support import CHEAP_HASHER, FULL, make_context
 
 NODE = "mailbox-node"
-CHEAP_HASHER = PasswordHasher("SHA-256")
 
 
 def add_user(users: UsersRepository, name: str) -> Username:

@@ -29,8 +29,11 @@ def error(response) -> dict:
     return body
 
 
+# Route tests do not test passwords: PBKDF2's 210,000 rounds would cost about a second per user here.
+CHEAP_HASHER = PasswordHasher("SHA-256")
+
+
 def cheap_users(ctx: WebAdminContext) -> MemoryUsersRepository:
-    """Users hashed with 1000 PBKDF2 rounds (the default's 210000 cost a second per user here), set
-    on ``ctx`` before its app is made."""
-    ctx.users = MemoryUsersRepository(ctx.domains, hasher=PasswordHasher("PBKDF2-SHA512"))
+    """Users hashed with ``CHEAP_HASHER``, set on ``ctx`` before its app is made."""
+    ctx.users = MemoryUsersRepository(ctx.domains, hasher=CHEAP_HASHER)
     return ctx.users
