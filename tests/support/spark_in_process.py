@@ -21,6 +21,7 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from spark_apps.packaging import job_path
@@ -36,7 +37,11 @@ GATEWAY_SUBMIT_ARGS = (f"--driver-java-options -Dlog4j2.configurationFile=file:{
 
 def run_job(job: str, args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
     """Run ``job`` with ``args`` under ``env`` in this process; what ``subprocess.run`` would return."""
-    path = job_path(job)
+    return run_application(job_path(job), args, env)
+
+
+def run_application(path: Path, args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the job file ``path`` as ``spark-submit path args`` would, in this process."""
     argv = [str(path), *args]
     if "--master" not in args:
         argv += ["--master", MASTER]
@@ -76,3 +81,17 @@ def exit_code(code: object) -> int:
     if code is None:
         return 0
     return code if isinstance(code, int) else 1
+
+
+def execute_in_process(operator: Any, context: Any) -> None:
+    """``SparkSubmitOperator.execute`` for a DAG run by ``dag.test()`` here: the operator's job file,
+    arguments and environment, as the submit would have them, run by ``run_application``. The job's
+    output goes to the task log; a non-zero status fails the task as a failed submit does."""
+    from airflow.exceptions import AirflowException
+
+    env = {**os.environ, **(operator.env_vars or {})}
+    result = run_application(Path(operator.application), list(operator.application_args or []), env)
+    for line in (result.stdout + result.stderr).splitlines():
+        operator.log.info("%s", line)
+    if result.returncode:
+        raise AirflowException(f"{operator.application} (in the test process) ended with status {result.returncode}")

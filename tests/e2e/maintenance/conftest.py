@@ -4,6 +4,13 @@ One mail server (roles ``webadmin,tasks``) serves the maintenance keyspace for t
 session: the DAGs' health sensors and maintenance-mode tasks talk to it through the
 ``webadmin_default`` connection, and ``cassandra_default`` names the maintenance keyspace, so
 the Spark jobs scan only what the tests seeded.
+
+The Spark task of a DAG run here runs its job on the session's driver JVM
+(``tests/support/spark_in_process.py``): the job file, arguments and environment the operator
+would submit, without a JVM start of its own per run. The submit itself is covered elsewhere:
+tests marked ``spark_submit`` here (the standalone cluster, the vault purge), the DAG runs the
+scheduler starts (``tests/e2e/airflow_api``, ``live_airflow``), and the zip every job imports from
+(``tests/unit/spark_apps/test_job_zip_imports.py``).
 """
 
 from __future__ import annotations
@@ -14,15 +21,30 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from include.connections import airflow_connections
 from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
+from tests.support.spark_in_process import execute_in_process
 
 TEST_RETRY_DELAY = timedelta(seconds=1)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+
+@pytest.fixture(autouse=True)
+def spark_jobs_in_the_test_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Spark tasks run their job in this process (see the module docstring) unless the test is
+    marked ``spark_submit``."""
+    if request.node.get_closest_marker("spark_submit"):
+        yield
+        return
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    with mock.patch.object(SparkSubmitOperator, "execute", execute_in_process):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from tests.support.mail_projections import mailbox_context, seed_users
 from tests.support.maintenance import seed_mail
 from tests.support.stack import service_for_the_block
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.spark_submit]
 
 
 @pytest.fixture(scope="module")

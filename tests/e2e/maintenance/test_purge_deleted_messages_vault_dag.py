@@ -1,4 +1,4 @@
-"""The vault purge DAG run by Airflow (``dag.test()``): health gate, Spark, report; one spark-submit per run.
+"""The vault purge DAG run by Airflow (``dag.test()``): health gate, Spark, report; one real spark-submit per run.
 
 A small vault (90 entries over 18 months, 3 owners, content in S3 buckets of this test's prefix):
 the dry run lists exactly the entries of the 12 expired months and writes nothing (CQL and S3 read
@@ -23,7 +23,7 @@ from tests.support.vault_seed import (
     vault_state,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.spark_submit]   # dag.test() through a real submit
 
 DAG_ID = "purge_deleted_messages_vault"
 MONTHS, EXPIRED, KEPT = purge_months(day=3, hour=8)
