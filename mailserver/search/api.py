@@ -27,6 +27,9 @@ from mailserver.search.mapping import MAILBOX_ID, MESSAGE_ID, UID
 
 DEFAULT_LIMIT = 100     # OpenSearchSearcher.DEFAULT_SEARCH_SIZE
 MAX_LIMIT = 10_000      # OpenSearch's index.max_result_window
+# SearchHighlighterConfiguration.DEFAULT: the tags around a matched word, a fragment's length
+HIGHLIGHT_PRE, HIGHLIGHT_POST = "<mark>", "</mark>"
+FRAGMENT_SIZE = 100
 
 
 class SearchIndexError(Exception):
@@ -126,6 +129,16 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class Snippet:
+    """A matching message's highlighted subject and body (or attachment text) fragment, each None
+    when nothing in it matched (James's ``SearchSnippet``). HTML-escaped, words in ``<mark>``."""
+
+    message_id: MessageId
+    subject: str | None
+    body: str | None
+
+
+@dataclass(frozen=True)
 class FlagsUpdate:
     uid: int
     flags: Flags
@@ -186,6 +199,11 @@ class SearchIndex(ABC):
 
     @abstractmethod
     def search(self, query: SearchQuery) -> list[SearchHit]: ...
+
+    @abstractmethod
+    def highlight(self, query: SearchQuery) -> list[Snippet]:
+        """The messages matching ``query`` (at most ``query.limit`` hits), with the words of its text
+        criteria highlighted in their subject and body (James's ``SearchHighlighter``)."""
 
     @abstractmethod
     def get(self, mailbox_id: MailboxId, uid: int) -> dict[str, Any] | None:

@@ -21,7 +21,15 @@ from typing import Any
 from mailserver.group_commit import GroupCommit
 from mailserver.model.ids import MailboxId
 from mailserver.search import mapping as f
-from mailserver.search.api import BulkReport, FlagsUpdate, SearchHit, SearchIndex, SearchIndexError, SearchQuery
+from mailserver.search.api import (
+    BulkReport,
+    FlagsUpdate,
+    SearchHit,
+    SearchIndex,
+    SearchIndexError,
+    SearchQuery,
+    Snippet,
+)
 from mailserver.search.document import document_id
 
 DEFAULT_MAX_DOCUMENTS = 200
@@ -72,6 +80,9 @@ class GroupCommitSearchIndex(SearchIndex):
 
     def search(self, query: SearchQuery) -> list[SearchHit]:
         return self.inner.search(query)
+
+    def highlight(self, query: SearchQuery) -> list[Snippet]:
+        return self.inner.highlight(query)
 
     def get(self, mailbox_id: MailboxId, uid: int) -> dict[str, Any] | None:
         return self.inner.get(mailbox_id, uid)

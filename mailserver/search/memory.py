@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from mailserver.model.flags import SystemFlag
-from mailserver.model.ids import MailboxId
+from mailserver.model.ids import MailboxId, MessageId
 from mailserver.search import mapping as f
 from mailserver.search.api import (
     BulkReport,
@@ -25,10 +25,12 @@ from mailserver.search.api import (
     SearchHit,
     SearchIndex,
     SearchQuery,
+    Snippet,
     SortClause,
     whole_second,
 )
 from mailserver.search.document import document_id, flags_document
+from mailserver.search.highlight import ATTACHMENT_TEXT, BODY, SUBJECT, mark, searched_words
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, the ``stop`` filter's default
 STOP_WORDS = frozenset("a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -227,13 +229,29 @@ class MemorySearchIndex(SearchIndex):
                 del self.documents[key]
 
     def search(self, query: SearchQuery) -> list[SearchHit]:
+        return [SearchHit.of_document(d) for d in self._found(query)]
+
+    def highlight(self, query: SearchQuery) -> list[Snippet]:
+        return [_snippet(d, query) for d in self._found(query)]
+
+    def _found(self, query: SearchQuery) -> list[dict[str, Any]]:
         if not query.mailbox_ids:
             return []
         with self._lock:
             found = [d for d in self.documents.values() if matches(d, query)]
-        return [SearchHit.of_document(d) for d in sort_documents(found, query)[:query.limit]]
+        return sort_documents(found, query)[:query.limit]
 
     def get(self, mailbox_id: MailboxId, uid: int) -> dict[str, Any] | None:
         with self._lock:
             document = self.documents.get(document_id(mailbox_id, uid))
             return copy.deepcopy(document) if document is not None else None
+
+
+def _snippet(document: dict[str, Any], query: SearchQuery) -> Snippet:
+    """The subject, then the text body, the HTML body or an attachment's text, as OpenSearch's."""
+    subject = mark(" ".join(document.get(f.SUBJECT) or []), searched_words(query, SUBJECT))
+    body_words = searched_words(query, BODY)
+    attachment_words = searched_words(query, ATTACHMENT_TEXT)
+    candidates = [mark(document.get(f.TEXT_BODY), body_words), mark(document.get(f.HTML_BODY), body_words),
+                  *(mark(a.get(f.TEXT_CONTENT), attachment_words) for a in document.get(f.ATTACHMENTS) or [])]
+    return Snippet(MessageId.of(document[f.MESSAGE_ID]), subject, next((c for c in candidates if c), None))

@@ -17,15 +17,19 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import NotFoundError, OpenSearchException, TransportError
 
 from mailserver.model.flags import SystemFlag
-from mailserver.model.ids import MailboxId
+from mailserver.model.ids import MailboxId, MessageId
 from mailserver.search import mapping as f
 from mailserver.search.api import (
+    FRAGMENT_SIZE,
+    HIGHLIGHT_POST,
+    HIGHLIGHT_PRE,
     BulkReport,
     FlagsUpdate,
     SearchHit,
     SearchIndex,
     SearchIndexError,
     SearchQuery,
+    Snippet,
     SortClause,
     whole_second,
 )
@@ -45,6 +49,14 @@ SORT_FIELDS = {SortClause.ARRIVAL: f.DATE, SortClause.SENT_DATE: f.SENT_DATE, So
 FLAG_FIELDS = {SystemFlag.ANSWERED: f.IS_ANSWERED, SystemFlag.DELETED: f.IS_DELETED, SystemFlag.DRAFT: f.IS_DRAFT,
                SystemFlag.FLAGGED: f.IS_FLAGGED, SystemFlag.RECENT: f.IS_RECENT}
 HIT_FIELDS = [f.MESSAGE_ID, f.MAILBOX_ID, f.UID]
+ATTACHMENT_TEXT = f"{f.ATTACHMENTS}.{f.TEXT_CONTENT}"
+# OpenSearchSearcher's highlight: the plain highlighter, two fragments, HTML-escaped text
+_HIGHLIGHT_FIELD = {"force_source": True, "pre_tags": [HIGHLIGHT_PRE], "post_tags": [HIGHLIGHT_POST],
+                    "fragment_size": FRAGMENT_SIZE, "number_of_fragments": 2, "type": "plain"}
+HIGHLIGHT = {"encoder": "html", "fields": {name: dict(_HIGHLIGHT_FIELD)
+                                           for name in (f.SUBJECT, f.TEXT_BODY, f.HTML_BODY, ATTACHMENT_TEXT)}}
+# The body fragment: of the text body, else the HTML body, else an attachment's text (OpenSearchSearchHighlighter)
+BODY_HIGHLIGHTS = (f.TEXT_BODY, f.HTML_BODY, ATTACHMENT_TEXT)
 # What OpenSearch answers a write through an alias that names two indices (no write index) or none
 # (``require_alias``): the documents are then written to the indices the alias names.
 ALIAS_REFUSALS = ("illegal_argument_exception", "index_not_found_exception")
@@ -148,15 +160,22 @@ class OpenSearchSearchIndex(SearchIndex):
 
     @_wrapped
     def search(self, query: SearchQuery) -> list[SearchHit]:
+        return [SearchHit.of_document(hit["_source"]) for hit in self._hits(query, {})]
+
+    @_wrapped
+    def highlight(self, query: SearchQuery) -> list[Snippet]:
+        return [_snippet(hit) for hit in self._hits(query, {"highlight": HIGHLIGHT})]
+
+    def _hits(self, query: SearchQuery, extra: dict[str, Any]) -> list[dict[str, Any]]:
         if not query.mailbox_ids:
             return []
         params: dict[str, Any] = {}
         if len(query.mailbox_ids) < MAX_ROUTING_KEYS:
             params["routing"] = ",".join(routing_key(m) for m in query.mailbox_ids)
         body = {"query": to_query(query), "sort": to_sort(query), "size": query.limit, "_source": HIT_FIELDS,
-                "track_total_hits": False}
+                "track_total_hits": False, **extra}
         response = self.client.search(index=self.config.read_alias, body=body, **params)
-        return [SearchHit.of_document(hit["_source"]) for hit in response["hits"]["hits"]]
+        return list(response["hits"]["hits"])
 
     @_wrapped
     def get(self, mailbox_id: MailboxId, uid: int) -> dict[str, Any] | None:
@@ -169,6 +188,14 @@ class OpenSearchSearchIndex(SearchIndex):
     @_wrapped
     def refresh(self) -> None:
         self.client.indices.refresh(index=",".join([self.config.read_alias, self.config.write_alias]))
+
+
+def _snippet(hit: dict[str, Any]) -> Snippet:
+    found = hit.get("highlight") or {}
+    subject = found.get(f.SUBJECT)
+    body = next((found[name] for name in BODY_HIGHLIGHTS if found.get(name)), None)
+    return Snippet(MessageId.of(hit["_source"][f.MESSAGE_ID]), subject[0] if subject else None,
+                   body[0] if body else None)
 
 
 # ---------------------------------------------------------------- SearchQuery -> OpenSearch

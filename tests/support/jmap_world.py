@@ -134,9 +134,9 @@ def mailbox_id(world: World, name: str) -> str:
 class JmapClient:
     """The JMAP API of ``world`` in process, as the user with a bearer token."""
 
-    def __init__(self, world: World, limits: CoreLimits | None = None) -> None:
+    def __init__(self, world: World, limits: CoreLimits | None = None, search: SearchIndex | None = None) -> None:
         self.world = world
-        self.client = TestClient(create_app(world.context(limits)))
+        self.client = TestClient(create_app(world.context(limits, search=search)))
 
     def calls(self, *calls: list[Any]) -> list[list[Any]]:
         response = self.client.post("/jmap", headers=bearer(), json={"using": USING, "methodCalls": list(calls)})

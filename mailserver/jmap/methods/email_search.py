@@ -35,6 +35,14 @@ def search(index: SearchIndex, mailboxes: list[MailboxId], filter_: Filter, asce
     return list(dict.fromkeys(str(hit.message_id) for hit in index.search(query)))
 
 
+def criteria(filter_: Filter) -> SearchQuery:
+    """The filter's criteria, its top-level mailbox scope aside (for ``SearchSnippet/get``)."""
+    try:
+        return _criteria(filter_, top=True)
+    except ValueError as error:
+        raise invalid_arguments(str(error)) from None
+
+
 def _scope(filter_: Filter, mailboxes: dict[str, MailboxId]) -> list[MailboxId]:
     tops = filter_.conditions if isinstance(filter_, Operator) and filter_.operator == "AND" else (filter_,)
     wanted = set(mailboxes)

@@ -41,7 +41,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
         ids = [context.resolve_id(i) for i in ids]
     wanted = properties(arguments, PROPERTIES, DEFAULT_PROPERTIES)
     part_properties = properties(arguments, PART_PROPERTIES, PART_PROPERTIES, "bodyProperties")
-    fetch = _BodyValues(arguments)
+    fetch = BodyValues(arguments)
     messages = UserMessages(context.services.manager, context.user)
     if ids is None:
         everything = messages.in_mailboxes(list(messages.mailboxes.values()))
@@ -58,7 +58,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
             "notFound": [i for i in asked if i not in found]}
 
 
-class _BodyValues:
+class BodyValues:
     def __init__(self, arguments: dict[str, Any]) -> None:
         self.text = boolean(arguments, "fetchTextBodyValues")
         self.html = boolean(arguments, "fetchHTMLBodyValues")
@@ -68,7 +68,7 @@ class _BodyValues:
 
 class _EmailReader:
     def __init__(self, context: CallContext, wanted: set[str], part_properties: list[str],
-                 fetch: _BodyValues) -> None:
+                 fetch: BodyValues) -> None:
         self.context, self.wanted, self.part_properties, self.fetch = context, wanted, part_properties, fetch
 
     def read(self, email: UserEmail) -> dict[str, Any]:
@@ -97,19 +97,25 @@ class _EmailReader:
         return computed
 
     def _body(self, email: UserEmail) -> dict[str, Any]:
-        found = structure(self.context.services.manager.read_message(email.first.message_id))
+        raw = self.context.services.manager.read_message(email.first.message_id)
+        return body_properties(raw, email.id, self.part_properties, self.fetch)
 
-        def described(parts: list[Part]) -> list[dict[str, Any]]:
-            return [{k: v for k, v in p.properties(email.id).items() if k in self.part_properties} for p in parts]
 
-        chosen: list[Part] = []
-        if self.fetch.text or self.fetch.all:
-            chosen += found.text_body
-        if self.fetch.html or self.fetch.all:
-            chosen += found.html_body
-        values = {p.part_id: body_value(p, self.fetch.max_bytes) for p in chosen if p.type.startswith("text/")}
-        return {"textBody": described(found.text_body), "htmlBody": described(found.html_body),
-                "attachments": described(found.attachments), "bodyValues": values}
+def body_properties(raw: bytes, blob_id: str, part_properties: list[str], fetch: BodyValues) -> dict[str, Any]:
+    """textBody, htmlBody, attachments (their parts' blob ids under ``blob_id``) and bodyValues."""
+    found = structure(raw)
+
+    def described(parts: list[Part]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in p.properties(blob_id).items() if k in part_properties} for p in parts]
+
+    chosen: list[Part] = []
+    if fetch.text or fetch.all:
+        chosen += found.text_body
+    if fetch.html or fetch.all:
+        chosen += found.html_body
+    values = {p.part_id: body_value(p, fetch.max_bytes) for p in chosen if p.type.startswith("text/")}
+    return {"textBody": described(found.text_body), "htmlBody": described(found.html_body),
+            "attachments": described(found.attachments), "bodyValues": values}
 
 
 def query(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
