@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mailserver.model.flags import SystemFlag
-from mailserver.model.ids import MailboxId
-from mailserver.search.api import SearchQuery, Sort, SortClause
+from mailserver.model.ids import MailboxId, MessageId
+from mailserver.search.api import SearchQuery, Snippet, Sort, SortClause
 from mailserver.search.config import SearchConfig
 from mailserver.search.opensearch import OpenSearchSearchIndex, to_query, to_sort
 
@@ -71,3 +71,21 @@ def test_query_model_validation():
     for bad in ({"limit": 0}, {"limit": 10_001}, {"subject": "  "}, {"size_less_than": -1}):
         with pytest.raises(ValueError):
             SearchQuery.of(mailbox, **bad)
+
+
+def test_highlight_asks_james_highlight_fields_and_reads_the_body_fragment_by_preference():
+    message_id = MessageId.generate()
+
+    class Highlighting(FakeClient):
+        def search(self, index: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
+            super().search(index, body, **params)
+            return {"hits": {"hits": [{"_source": {"messageId": str(message_id)}, "highlight": {
+                "htmlBody": ["<mark>moth</mark> in html"], "attachments.textContent": ["a <mark>moth</mark>"]}}]}}
+
+    client = Highlighting()
+    snippets = OpenSearchSearchIndex(client, CONFIG).highlight(SearchQuery.of(MailboxId.generate(), body="moth"))  # type: ignore[arg-type]
+    highlight = client.searches[0]["body"]["highlight"]
+    assert highlight["encoder"] == "html"
+    assert set(highlight["fields"]) == {"subject", "textBody", "htmlBody", "attachments.textContent"}
+    assert highlight["fields"]["subject"]["pre_tags"] == ["<mark>"]
+    assert snippets == [Snippet(message_id, None, "<mark>moth</mark> in html")]
