@@ -4,7 +4,6 @@ words a field's text criteria looked for, each wrapped in ``<mark>``, in a fragm
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable
 from operator import attrgetter
@@ -12,6 +11,8 @@ from operator import attrgetter
 from mailserver.search.api import FRAGMENT_SIZE, HIGHLIGHT_POST, HIGHLIGHT_PRE, SearchQuery
 
 _WORD = re.compile(r"\w+(?:['.\u2019]\w+)*")
+# Lucene's SimpleHTMLEncoder, OpenSearch's "html" highlight encoder
+_ENCODED = str.maketrans({'"': "&quot;", "&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#x27;", "/": "&#x2F;"})
 
 # The text criteria whose words are highlighted in each field (OpenSearch matches fields one by one).
 SUBJECT: Callable[[SearchQuery], str | None] = attrgetter("subject")
@@ -46,7 +47,11 @@ def mark(text: str | None, words: set[str]) -> str | None:
     for match in found:
         if match.start() < start or match.end() > end:
             continue
-        pieces += [html.escape(text[at:match.start()]), HIGHLIGHT_PRE, html.escape(match.group(0)), HIGHLIGHT_POST]
+        pieces += [_encoded(text[at:match.start()]), HIGHLIGHT_PRE, _encoded(match.group(0)), HIGHLIGHT_POST]
         at = match.end()
-    pieces.append(html.escape(text[at:end]))
+    pieces.append(_encoded(text[at:end]))
     return "".join(pieces).strip()
+
+
+def _encoded(text: str) -> str:
+    return text.translate(_ENCODED)

@@ -20,7 +20,7 @@ from mailserver.model.address import Username
 from mailserver.model.flags import Flags, SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
 from mailserver.model.message import MessageMetadata
-from mailserver.search.api import FlagsUpdate, SearchHit, SearchIndex, SearchQuery, Sort, SortClause
+from mailserver.search.api import FlagsUpdate, SearchHit, SearchIndex, SearchQuery, Snippet, Sort, SortClause
 from mailserver.search.document import message_document
 
 T0 = datetime(2024, 5, 2, 10, 0, tzinfo=UTC)
@@ -295,3 +295,16 @@ class SearchIndexContract:
         index.refresh()
         assert self.uids(index, doomed) == []
         assert self.uids(index, kept) == [1, 2]
+
+    def test_highlight_marks_the_searched_words_in_subject_and_body(self, index, add, mailbox):
+        hit = add(mailbox, 1, raw_message(subject="Quarterly moth report", body="A moth & a <b>lamp</b>"))
+        add(mailbox, 2, raw_message(subject="nothing here", body="nothing"))
+        snippets = index.highlight(SearchQuery.of(mailbox, any_of=(SearchQuery.criteria(subject="moth"),
+                                                                   SearchQuery.criteria(body="moth"))))
+        assert snippets == [Snippet(hit.message_id, "Quarterly <mark>moth</mark> report",
+                                    "A <mark>moth</mark> &amp; a &lt;b&gt;lamp&lt;&#x2F;b&gt;")]
+
+    def test_highlight_without_a_text_match_has_no_fragments(self, index, add, mailbox):
+        hit = add(mailbox, 1, raw_message(subject="moth"))
+        assert index.highlight(SearchQuery.of(mailbox, message_id=hit.message_id)) == [
+            Snippet(hit.message_id, None, None)]

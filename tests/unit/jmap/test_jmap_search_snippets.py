@@ -28,7 +28,7 @@ def test_rfc_example_text_filter_highlights_subject_and_preview(jmap, mail):
     # RFC 8621 5.1's example: filter {text: "foo"} over several emails.
     answer = jmap.call("SearchSnippet/get", filter={"text": "foo"}, emailIds=[mail["foo"], mail["other"]])
     assert answer["list"] == [{"emailId": mail["foo"], "subject": "The <mark>Foo</mark> report",
-                               "preview": "All about <mark>foo</mark> &amp; bar &lt;b&gt;here&lt;/b&gt;"}]
+                               "preview": "All about <mark>foo</mark> &amp; bar &lt;b&gt;here&lt;&#x2F;b&gt;"}]
     assert answer["notFound"] == [mail["other"]]   # as James: a non-matching email is not found
 
 
