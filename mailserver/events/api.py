@@ -57,5 +57,13 @@ class EventBus(ABC):
     def dispatch(self, *events: MailboxEvent) -> None: ...
 
     @abstractmethod
+    def dispatch_to_keys(self, *events: MailboxEvent) -> None:
+        """Deliver to the key listeners of each event's keys, on every node, and to no group.
+
+        For events only connections listen to (JMAP's state changes): nothing is queued for a group
+        nobody runs. Best effort, as key delivery: a failure is logged.
+        """
+
+    @abstractmethod
     def redeliver(self, group: str, event_json: str) -> None:
         """Deliver a dead letter again: to its group, or to every group for the dispatching-failure group."""

@@ -57,6 +57,11 @@ class InProcessEventBus(EventBus):
             for key in keys_of(event):
                 self.key_listeners.run(key, event)
 
+    def dispatch_to_keys(self, *events: MailboxEvent) -> None:
+        for event in events:
+            for key in keys_of(event):
+                self.key_listeners.run(key, event)
+
     def redeliver(self, group: str, event_json: str) -> None:
         event = deserialize_event(event_json)
         if group == self.names.dispatching_failure_group:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAILBOX_EVENT_BUS = "mailboxEvent"
+JMAP_EVENT_BUS = "jmapEvent"   # James's JMAP bus: state changes to push connections
 SHARED_GROUP = "org.apache.james.events.GroupRegistrationHandler$GroupRegistrationHandlerGroup"
 DISPATCHING_FAILURE_GROUP_PREFIX = "org.apache.james.events.DispatchingFailureGroup-"
 RETRY_COUNT_HEADER = "retry-count"

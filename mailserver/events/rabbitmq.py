@@ -141,6 +141,20 @@ class RabbitMQEventBus(EventBus):
             for key in keys:
                 self._publish_key_copy(event, body, key)
 
+    def dispatch_to_keys(self, *events: MailboxEvent) -> None:
+        for event in events:
+            keys = keys_of(event)
+            for key in keys:
+                self.key_listeners.run(key, event)
+            body = serialize_event(event)
+            if keys and not self._declared:
+                try:
+                    self.declare()   # the exchange; the shared queue stays empty (nothing goes to groups)
+                except Exception as exc:
+                    log.warning("event bus %s not declared: %s", self.names.bus, exc)
+            for key in keys:
+                self._publish_key_copy(event, body, key)
+
     def _publish_key_copy(self, event: MailboxEvent, body: str, key: RegistrationKey) -> None:
         """The copy for the nodes that registered ``key`` (not mandatory: often none did)."""
         try:

@@ -4,7 +4,8 @@ Every route but the autodiscovery redirect (``/.well-known/jmap`` to the session
 public as in James) needs an authenticated user: without one the answer is 401 before anything
 else is read. ``GET /jmap/session`` is the session resource; ``POST /jmap`` the API, whose request is
 refused whole (an RFC 7807 problem) when a core limit or the request's shape says so, before any
-method runs; ``/upload`` and ``/download`` are ``blob_routes``.
+method runs; ``/upload`` and ``/download`` are ``blob_routes``. With a push hub, ``/eventSource``
+and the WebSocket ``/jmap/ws`` push the user's state changes (``push``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response, WebSocket
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.requests import HTTPConnection
 
 from mailserver.jmap.account import CallContext, MailServices
 from mailserver.jmap.authentication import Authenticator
@@ -24,6 +26,9 @@ from mailserver.jmap.concurrency import ConcurrentRequests, TooManyRequests
 from mailserver.jmap.engine import Engine
 from mailserver.jmap.errors import RequestError, limit_exceeded
 from mailserver.jmap.methods.registry import METHODS
+from mailserver.jmap.push.event_source import add_event_source_route
+from mailserver.jmap.push.hub import PushHub
+from mailserver.jmap.push.websocket import WEBSOCKET_PATH, add_websocket_route
 from mailserver.jmap.request import parse_request
 from mailserver.jmap.session_resource import session
 from mailserver.model.address import Username
@@ -42,6 +47,7 @@ class JmapContext:
     base_url: str | None = None   # None: the URL the request came to
     # Authentication failures, counted with IMAP's, SMTP's and WebAdmin's (docs/security.md).
     throttle: AuthThrottle = field(default_factory=AuthThrottle.off)
+    push: PushHub | None = None   # None: no EventSource nor WebSocket
 
 
 def create_app(ctx: JmapContext) -> FastAPI:
@@ -49,12 +55,26 @@ def create_app(ctx: JmapContext) -> FastAPI:
     engine = Engine(METHODS)
     concurrent = ConcurrentRequests(ctx.limits.max_concurrent_requests)
 
-    def base_url(request: Request) -> str:
+    def base_url(request: HTTPConnection) -> str:
         return (ctx.base_url or str(request.base_url)).rstrip("/")
 
-    def session_of(request: Request) -> dict[str, object]:
-        return session(request.state.user, ctx.limits, base_url(request),
-                       submission=ctx.services.submission is not None)
+    def session_of(request: HTTPConnection, user: Username) -> dict[str, object]:
+        url = base_url(request)
+        websocket = None
+        if ctx.push is not None:
+            websocket = ("wss://" if url.startswith("https://") else "ws://") + url.split("://", 1)[-1] + WEBSOCKET_PATH
+        return session(user, ctx.limits, url, submission=ctx.services.submission is not None, websocket_url=websocket)
+
+    async def execute(user: Username, body: bytes, content_type: str | None,
+                      request: HTTPConnection) -> dict[str, object]:
+        """A parsed and run API request: its Response's JSON. Raises ``RequestError``."""
+        parsed = parse_request(body, content_type, ctx.limits, KNOWN)
+        state = str(session_of(request, user)["state"])
+        call_context = CallContext(user, ctx.services, ctx.limits, dict(parsed.created_ids or {}))
+        response = await run_in_threadpool(engine.run, parsed, call_context, state)
+        if parsed.created_ids is not None:   # given in the request: answered with what was created
+            response = replace(response, created_ids=call_context.created_ids)
+        return response.to_json()
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -72,7 +92,7 @@ def create_app(ctx: JmapContext) -> FastAPI:
 
     @app.get(SESSION)
     async def session_resource(request: Request) -> JSONResponse:
-        return JSONResponse(session_of(request))
+        return JSONResponse(session_of(request, request.state.user))
 
     @app.post("/jmap")
     async def api(request: Request) -> JSONResponse:
@@ -80,23 +100,28 @@ def create_app(ctx: JmapContext) -> FastAPI:
         try:
             with concurrent.slot(user):
                 body = await _bounded_body(request, ctx.limits.max_size_request)
-                parsed = parse_request(body, request.headers.get("content-type"), ctx.limits, KNOWN)
-                state = str(session_of(request)["state"])
-                call_context = CallContext(user, ctx.services, ctx.limits, dict(parsed.created_ids or {}))
-                response = await run_in_threadpool(engine.run, parsed, call_context, state)
-                if parsed.created_ids is not None:   # given in the request: answered with what was created
-                    response = replace(response, created_ids=call_context.created_ids)
+                response = await execute(user, body, request.headers.get("content-type"), request)
         except TooManyRequests:
             return problem(limit_exceeded("maxConcurrentRequests", "Too many requests of this user are running"))
         except RequestError as error:
             return problem(error)
-        return JSONResponse(response.to_json())
+        return JSONResponse(response)
+
+    async def websocket_request(user: Username, body: bytes, websocket: WebSocket) -> dict[str, object]:
+        try:
+            with concurrent.slot(user):
+                return await execute(user, body, "application/json", websocket)
+        except TooManyRequests:
+            raise limit_exceeded("maxConcurrentRequests", "Too many requests of this user are running") from None
 
     add_blob_routes(app, ctx.services, ctx.limits)
+    if ctx.push is not None:
+        add_event_source_route(app, ctx.push)
+        add_websocket_route(app, ctx.push, lambda websocket: _authenticated(ctx, websocket), websocket_request)
     return app
 
 
-async def _authenticated(ctx: JmapContext, request: Request) -> Username | Response:
+async def _authenticated(ctx: JmapContext, request: HTTPConnection) -> Username | Response:
     """The user, or the refusal: 401 with the accepted schemes, 429 while the client is throttled."""
     unauthorized = Response(status_code=401, headers={"WWW-Authenticate": ctx.authenticator.challenge})
     headers = dict(request.headers)

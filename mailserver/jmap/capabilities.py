@@ -8,7 +8,8 @@ from typing import Any
 CORE = "urn:ietf:params:jmap:core"
 MAIL = "urn:ietf:params:jmap:mail"
 SUBMISSION = "urn:ietf:params:jmap:submission"
-KNOWN = frozenset({CORE, MAIL, SUBMISSION})
+WEBSOCKET = "urn:ietf:params:jmap:websocket"   # announced only: no method needs it in ``using``
+KNOWN = frozenset({CORE, MAIL, SUBMISSION, WEBSOCKET})
 
 # James's defaults.
 MAX_SIZE_UPLOAD = 30 * 1024 * 1024

@@ -11,6 +11,7 @@ from mailserver.jmap.capabilities import (
     CORE,
     MAIL,
     SUBMISSION,
+    WEBSOCKET,
     CoreLimits,
     mail_account_capability,
     submission_account_capability,
@@ -18,19 +19,23 @@ from mailserver.jmap.capabilities import (
 from mailserver.model.address import Username
 
 
-def session(user: Username, limits: CoreLimits, base_url: str, *, submission: bool = False) -> dict[str, Any]:
-    """``submission``: EmailSubmission is offered (the server has a spool to send through)."""
+def session(user: Username, limits: CoreLimits, base_url: str, *, submission: bool = False,
+            websocket_url: str | None = None) -> dict[str, Any]:
+    """``submission``: EmailSubmission is offered (the server has a spool to send through);
+    ``websocket_url``: JMAP over WebSocket with push is (RFC 8887 4)."""
     account = account_id(user)
     capabilities: dict[str, Any] = {CORE: limits.capability(), MAIL: {}}
     account_capabilities: dict[str, Any] = {CORE: {}, MAIL: mail_account_capability()}
     if submission:
         capabilities[SUBMISSION] = {}
         account_capabilities[SUBMISSION] = submission_account_capability()
+    if websocket_url is not None:
+        capabilities[WEBSOCKET] = {"url": websocket_url, "supportsPush": True}
     body: dict[str, Any] = {
         "capabilities": capabilities,
         "accounts": {account: {"name": str(user), "isPersonal": True, "isReadOnly": False,
                                "accountCapabilities": account_capabilities}},
-        "primaryAccounts": {capability: account for capability in capabilities},
+        "primaryAccounts": {capability: account for capability in account_capabilities},
         "username": str(user),
         "apiUrl": f"{base_url}/jmap",
         "downloadUrl": f"{base_url}/download/{{accountId}}/{{blobId}}?type={{type}}&name={{name}}",

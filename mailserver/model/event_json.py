@@ -1,6 +1,7 @@
 """Mailbox events on the wire, both ways, as James's ``MailboxEventSerializer`` does.
 
-One event is ``{"<Type>": {...}}``; a batch is a JSON array of those. Text is compact UTF-8
+One event is ``{"<Type>": {...}}`` (but James's JMAP ``StateChangeEvent``, flat with a ``type``
+field, see ``state_change``); a batch is a JSON array of those. Text is compact UTF-8
 JSON (what James publishes on RabbitMQ and stores in ``event_dead_letters.event``). Anything
 that cannot be decoded raises ``EventDeserializationError``: the bus dead-letters such bodies.
 """
@@ -13,6 +14,7 @@ from typing import Any
 
 from mailserver.model.events import EVENT_TYPES, MailboxEvent
 from mailserver.model.jsonvalues import Fields
+from mailserver.model.state_change import StateChangeEvent, is_state_change_json
 
 
 class EventDeserializationError(ValueError):
@@ -24,7 +26,12 @@ def event_to_json(event: MailboxEvent) -> dict[str, Any]:
 
 
 def event_from_json(data: Any) -> MailboxEvent:
-    """One event from its parsed JSON (``{"<Type>": {...}}``)."""
+    """One event from its parsed JSON (``{"<Type>": {...}}``, or a flat ``StateChangeEvent``)."""
+    if is_state_change_json(data):
+        try:
+            return StateChangeEvent.from_json(data)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise EventDeserializationError(f"cannot decode StateChangeEvent: {exc}") from exc
     if not isinstance(data, dict) or len(data) != 1:
         raise EventDeserializationError("an event is a JSON object with its type as the single key")
     ((type_name, body),) = data.items()

@@ -65,6 +65,9 @@ class Backends:
     mail_path_checks: list[HealthCheck]
     other_checks: list[HealthCheck]
     jmap_changes: ChangeLogs   # JMAP change logs, written by their listener group on ``bus``
+    # James's JMAP bus (``jmapEvent``): the change listener dispatches state changes to the push
+    # connections' keys there, whichever node holds them.
+    push_bus: RabbitMQEventBus | None = None
     search: SearchIndex | None = None   # the OpenSearch mailbox index when OPENSEARCH_URL is set
     vault: DeletedMessageVault | None = None   # deleted messages (captured only when MAILSERVER_VAULT_ENABLED)
     # Authentication failures of the process's protocols, counted once for all of them (IMAP, SMTP, WebAdmin).
@@ -82,7 +85,8 @@ class Backends:
         return [*self.mail_path_checks, *self.other_checks]
 
     def close(self) -> None:
-        closings = (self.bus.close, self.queues.close if hasattr(self.queues, "close") else None, self.session.close)
+        closings = (self.bus.close, self.push_bus.close if self.push_bus is not None else None,
+                    self.queues.close if hasattr(self.queues, "close") else None, self.session.close)
         for closing in closings:
             if closing is None:
                 continue
@@ -112,7 +116,7 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
     from mailserver.domains.cached import CachedDomainList
     from mailserver.domains.cassandra import CassandraDomainList
     from mailserver.events.cassandra_dead_letters import CassandraEventDeadLetters as DeadLettersStore
-    from mailserver.events.naming import BusNames
+    from mailserver.events.naming import JMAP_EVENT_BUS, BusNames
     from mailserver.events.peer_groups import PeerGroups
     from mailserver.events.registered_groups import EventBusGroupsHealthCheck, RegisteredGroups
     from mailserver.eventsourcing.cassandra import CassandraEventStore
@@ -196,7 +200,9 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             search = opensearch_search(mailbox, settings.search, threads=settings.event_bus_concurrency)
         # The JMAP change listener group: James registers it wherever JMAP runs; every node records
         # changes here, so that states are the same whichever node a client asks.
-        jmap_changes = ChangeLogs.cassandra(session).listen(mailbox.bus, mailbox.manager, mailbox.acl)
+        push_bus = RabbitMQEventBus(amqp_url, dead_letters, names=BusNames(JMAP_EVENT_BUS), publisher_connections=1,
+                                    queue_type=settings.queue_type)
+        jmap_changes = ChangeLogs.cassandra(session).listen(mailbox.bus, mailbox.manager, mailbox.acl, push=push_bus)
         others += [dead_letters_check(session, mailbox.bus), MailQueueSizeHealthCheck(queues, settings.queue_limits())]
         if registered is not None:
             others.append(EventBusGroupsHealthCheck(registered, required_groups.current))
@@ -209,7 +215,8 @@ def connect(settings: ServeSettings, env: Mapping[str, str] | None = None) -> Ba
             maintenance=maintenance, guard=guard, metrics=metrics,
             bus=bus, dead_letters=dead_letters, required_groups=required_groups,
             mail_path_checks=mail_path, other_checks=others, search=search, vault=vault,
-            auth_throttle=AuthThrottle(settings.auth_throttle, metrics=metrics), jmap_changes=jmap_changes)
+            auth_throttle=AuthThrottle(settings.auth_throttle, metrics=metrics), jmap_changes=jmap_changes,
+            push_bus=push_bus)
     except BaseException:
         session.close()
         raise

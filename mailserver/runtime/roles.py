@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mailserver.delivery import DnsResolver, RemoteDeliveryWorker, Resolver, StaticResolver
+from mailserver.events.api import EventBus
 from mailserver.events.required_groups import REMOVED, RequireGroups
 from mailserver.jmap.account import MailServices, Submission
 from mailserver.jmap.config import JmapConfig
@@ -152,12 +153,12 @@ class JmapRole(HttpRole):
     name = "jmap"
 
     def __init__(self, config: JmapConfig, users: UsersRepository, services: MailServices,
-                 throttle: AuthThrottle | None = None) -> None:
+                 throttle: AuthThrottle | None = None, push_bus: EventBus | None = None) -> None:
         if config.host not in ("127.0.0.1", "::1", "localhost") and not config.tls:
             log.warning("JMAP listens on %s without TLS: make sure a TLS proxy is in front of it", config.host)
         from mailserver.jmap.server import JmapServer  # uvicorn and FastAPI only where JMAP runs
 
-        self.http = JmapServer(config, users, services, throttle)
+        self.http = JmapServer(config, users, services, throttle, push_bus)
 
     @classmethod
     def on(cls, backends: Backends, env: Any, container: MailetContainer) -> JmapRole:
@@ -171,7 +172,7 @@ class JmapRole(HttpRole):
                                 # processes them.
                                 submission=Submission(container.context.spool, CanSendFrom(backends.rrt)),
                                 search=backends.search)
-        return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle)
+        return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle, backends.push_bus)
 
     @property
     def port(self) -> int:

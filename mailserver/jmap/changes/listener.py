@@ -12,6 +12,10 @@ The owner's changes are written plainly; the same changes are written for each u
 is shared with, marked delegated (read only with the shares capability). The group is James's, so
 that a mixed deployment shares its queue. Handling an event again writes its changes again under
 new states: a client then sees the same ids twice, which ``/changes`` allows.
+
+Once an event's changes are stored, each user they were written for gets one ``StateChangeEvent``
+(its new Mailbox and Email states) dispatched to their ``AccountIdRegistrationKey`` on the push bus,
+where their EventSource and WebSocket connections listen, on any node (as James).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import replace
 
-from mailserver.events.api import EventListener
+from mailserver.events.api import EventBus, EventListener
 from mailserver.jmap.changes.model import Change, new_state
 from mailserver.jmap.changes.repository import ChangeRepository
 from mailserver.mailbox.acl import AclStore
@@ -32,6 +36,7 @@ from mailserver.model.acl import is_positive_user_entry
 from mailserver.model.address import Username
 from mailserver.model.flags import Flags, SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
+from mailserver.model.state_change import StateChangeEvent
 
 log = logging.getLogger(__name__)
 
@@ -45,40 +50,50 @@ class MailboxChangeListener(EventListener):
     group = GROUP
 
     def __init__(self, mailbox_changes: ChangeRepository, email_changes: ChangeRepository, manager: MailboxManager,
-                 acl: AclStore) -> None:
+                 acl: AclStore, push: EventBus | None = None) -> None:
         self.mailbox_changes, self.email_changes = mailbox_changes, email_changes
         self.manager, self.acl = manager, acl
+        self.push = push   # None: states are not pushed
 
     def accepts(self, event: events.MailboxEvent) -> bool:
         return isinstance(event, HANDLED)
 
     def handle(self, event: events.MailboxEvent) -> None:
+        saved = _Saved(self.mailbox_changes, self.email_changes)
+        self._record(event, saved)
+        if self.push is not None and saved.states:
+            try:
+                self.push.dispatch_to_keys(*saved.state_change_events())
+            except Exception:   # the changes are stored: a client still sees them with /changes
+                log.warning("state changes of %s %s not pushed", event.type_name, event.event_id, exc_info=True)
+
+    def _record(self, event: events.MailboxEvent, saved: _Saved) -> None:
         owner = str(event.user)
         if isinstance(event, events.MailboxAdded):
-            self._mailboxes([Change(owner, created=(event.mailbox_id.value,))])
+            self._mailboxes(saved, [Change(owner, created=(event.mailbox_id.value,))])
         elif isinstance(event, events.MailboxSubscribedEvent | events.MailboxUnSubscribedEvent):
-            self._mailboxes([Change(owner, updated=(event.mailbox_id.value,))])
+            self._mailboxes(saved, [Change(owner, updated=(event.mailbox_id.value,))])
         elif isinstance(event, events.MailboxRenamed):
-            self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)),
+            self._mailboxes(saved, _for_sharees(Change(owner, updated=(event.mailbox_id.value,)),
                                          self._sharees(event.mailbox_id)))
         elif isinstance(event, events.MailboxACLUpdated):
             _, removed = event.changes()
             users = [*self._sharees(event.mailbox_id), *(k for k in removed if is_positive_user_entry(k))]
-            self._mailboxes(_for_sharees(Change(owner, updated=(event.mailbox_id.value,)), users))
+            self._mailboxes(saved, _for_sharees(Change(owner, updated=(event.mailbox_id.value,)), users))
         elif isinstance(event, events.MailboxDeletion):
             users = [k for k in event.acl if is_positive_user_entry(k)]
-            self._mailboxes(_for_sharees(Change(owner, destroyed=(event.mailbox_id.value,)), users))
+            self._mailboxes(saved, _for_sharees(Change(owner, destroyed=(event.mailbox_id.value,)), users))
         elif isinstance(event, events.Added):
             ids = tuple(dict.fromkeys(m.message_id.value for m in event.added))
             emails = Change(owner, created=ids) if event.is_appended else Change(owner, updated=ids)
-            self._both(emails, Change(owner, updated=(event.mailbox_id.value,), is_count_change=True),
+            self._both(saved, emails, Change(owner, updated=(event.mailbox_id.value,), is_count_change=True),
                        self._sharees(event.mailbox_id))
         elif isinstance(event, events.FlagsUpdated):
-            self._flags(event)
+            self._flags(event, saved)
         elif isinstance(event, events.Expunged):
-            self._expunged(event)
+            self._expunged(event, saved)
 
-    def _flags(self, event: events.FlagsUpdated) -> None:
+    def _flags(self, event: events.FlagsUpdated, saved: _Saved) -> None:
         created: list[uuid.UUID] = []
         updated: list[uuid.UUID] = []
         destroyed: list[uuid.UUID] = []
@@ -102,32 +117,34 @@ class MailboxChangeListener(EventListener):
         emails = Change(owner, created=_unique(created), updated=_unique(updated), destroyed=_unique(destroyed))
         mailbox = Change(owner, updated=(event.mailbox_id.value,) if counts else (), is_count_change=True)
         if not (emails.is_noop and mailbox.is_noop):
-            self._both(emails, mailbox, self._sharees(event.mailbox_id))
+            self._both(saved, emails, mailbox, self._sharees(event.mailbox_id))
 
-    def _expunged(self, event: events.Expunged) -> None:
+    def _expunged(self, event: events.Expunged, saved: _Saved) -> None:
         changed = _unique(m.message_id.value for m in event.expunged if not m.flags.has(SystemFlag.DELETED))
         if not changed:
             return
         state = new_state()   # one state for the owner and the sharees, as James
         for user, delegated in [(str(event.user), False), *((s, True) for s in self._sharees(event.mailbox_id))]:
             still = {i for i in changed if self._accessible(user, MessageId(i))}
-            self.email_changes.save(Change(user, updated=tuple(i for i in changed if i in still),
+            saved.email(Change(user, updated=tuple(i for i in changed if i in still),
                                            destroyed=tuple(i for i in changed if i not in still),
                                            is_delegated=delegated, state=state))
-            self.mailbox_changes.save(Change(user, updated=(event.mailbox_id.value,), is_count_change=True,
+            saved.mailbox(Change(user, updated=(event.mailbox_id.value,), is_count_change=True,
                                              is_delegated=delegated, state=state))
 
-    def _mailboxes(self, changes: Iterable[Change]) -> None:
+    @staticmethod
+    def _mailboxes(saved: _Saved, changes: Iterable[Change]) -> None:
         for change in changes:
-            self.mailbox_changes.save(change)
+            saved.mailbox(change)
 
-    def _both(self, emails: Change, mailbox: Change, sharees: list[str]) -> None:
+    @staticmethod
+    def _both(saved: _Saved, emails: Change, mailbox: Change, sharees: list[str]) -> None:
         for change in _for_sharees(emails, sharees):
             if not change.is_noop:
-                self.email_changes.save(change)
+                saved.email(change)
         for change in _for_sharees(mailbox, sharees):
             if not change.is_noop:
-                self.mailbox_changes.save(change)
+                saved.mailbox(change)
 
     def _sharees(self, mailbox_id: MailboxId) -> list[str]:
         try:
@@ -146,6 +163,25 @@ class MailboxChangeListener(EventListener):
             if owner == Username.of(user) or "r" in self.acl.get(copy.mailbox_id).get(user, ""):
                 return True
         return False
+
+
+class _Saved:
+    """Stores an event's changes and keeps, per user, the last state written of each type."""
+
+    def __init__(self, mailboxes: ChangeRepository, emails: ChangeRepository) -> None:
+        self.mailboxes, self.emails = mailboxes, emails
+        self.states: dict[str, dict[str, str]] = {}
+
+    def mailbox(self, change: Change) -> None:
+        self.mailboxes.save(change)
+        self.states.setdefault(change.account_id, {})["Mailbox"] = str(change.state)
+
+    def email(self, change: Change) -> None:
+        self.emails.save(change)
+        self.states.setdefault(change.account_id, {})["Email"] = str(change.state)
+
+    def state_change_events(self) -> list[StateChangeEvent]:
+        return [StateChangeEvent(user=Username.of(user), type_states=states) for user, states in self.states.items()]
 
 
 def _for_sharees(change: Change, sharees: Iterable[str]) -> list[Change]:

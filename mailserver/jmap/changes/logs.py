@@ -22,7 +22,8 @@ class ChangeLogs:
     def cassandra(cls, session: CassandraSession) -> ChangeLogs:
         return cls(CassandraChangeRepository(session, MAILBOX_CHANGE), CassandraChangeRepository(session, EMAIL_CHANGE))
 
-    def listen(self, bus: EventBus, manager: MailboxManager, acl: AclStore) -> ChangeLogs:
-        """Register the change listener group on ``bus`` (before a distributed bus starts consuming)."""
-        bus.register(MailboxChangeListener(self.mailboxes, self.emails, manager, acl))
+    def listen(self, bus: EventBus, manager: MailboxManager, acl: AclStore, push: EventBus | None = None) -> ChangeLogs:
+        """Register the change listener group on ``bus`` (before a distributed bus starts consuming);
+        the new states go to the key listeners of ``push`` (default: ``bus``)."""
+        bus.register(MailboxChangeListener(self.mailboxes, self.emails, manager, acl, push or bus))
         return self
