@@ -10,13 +10,13 @@ and the WebSocket ``/jmap/ws`` push the user's state changes (``push``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from fastapi import FastAPI, Request, Response, WebSocket
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mailserver.jmap.account import CallContext, MailServices
 from mailserver.jmap.authentication import Authenticator
@@ -76,15 +76,7 @@ def create_app(ctx: JmapContext) -> FastAPI:
             response = replace(response, created_ids=call_context.created_ids)
         return response.to_json()
 
-    @app.middleware("http")
-    async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        if request.url.path == WELL_KNOWN:
-            return await call_next(request)
-        user = await _authenticated(ctx, request)
-        if isinstance(user, Response):
-            return user
-        request.state.user = user
-        return await call_next(request)
+    app.add_middleware(_Authentication, ctx=ctx)
 
     @app.get(WELL_KNOWN)
     async def autodiscovery() -> RedirectResponse:
@@ -119,6 +111,25 @@ def create_app(ctx: JmapContext) -> FastAPI:
         add_event_source_route(app, ctx.push)
         add_websocket_route(app, ctx.push, lambda websocket: _authenticated(ctx, websocket), websocket_request)
     return app
+
+
+class _Authentication:
+    """Puts the user in ``request.state.user``, or answers the refusal. Plain ASGI, not
+    ``BaseHTTPMiddleware``: that one cancels a streamed answer (EventSource) as soon as it starts."""
+
+    def __init__(self, app: ASGIApp, ctx: JmapContext) -> None:
+        self.app, self.ctx = app, ctx
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == WELL_KNOWN:   # a WebSocket authenticates itself
+            await self.app(scope, receive, send)
+            return
+        user = await _authenticated(self.ctx, Request(scope))
+        if isinstance(user, Response):
+            await user(scope, receive, send)
+            return
+        scope.setdefault("state", {})["user"] = user
+        await self.app(scope, receive, send)
 
 
 async def _authenticated(ctx: JmapContext, request: HTTPConnection) -> Username | Response:

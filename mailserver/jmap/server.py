@@ -27,7 +27,8 @@ class JmapServer(UvicornThread):
         # h11 bounds an incomplete request head, as WebAdmin's server does; HTTPS with a certificate.
         super().__init__(uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, http="h11",
                                                        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-                                                       ws="websockets", ws_max_size=config.limits.max_size_request,
+                                                       ws="websockets-sansio",
+                                                       ws_max_size=config.limits.max_size_request,
                                                        log_config=None, access_log=False,
                                                        ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key)),
                          "jmap")
