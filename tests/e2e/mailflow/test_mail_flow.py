@@ -4,7 +4,9 @@ and with jmapc (a JMAP client written elsewhere) reading, flagging, moving and s
 from __future__ import annotations
 
 import imaplib
+import queue
 import smtplib
+import threading
 import time
 from collections.abc import Iterator
 
@@ -19,6 +21,8 @@ from jmapc import (
     EmailQueryFilterCondition,
     EmailSubmission,
     Envelope,
+    Event,
+    EventSourceConfig,
     MailboxQueryFilterCondition,
     Ref,
 )
@@ -36,6 +40,7 @@ from jmapc.methods import (
     MailboxQueryResponse,
 )
 
+from mailserver.events.registration_keys import account_key
 from mailserver.mailets.headers import AddDeliveredToHeader
 from mailserver.mailets.reprocess import reprocess_all
 from mailserver.model.address import Username
@@ -292,3 +297,24 @@ def test_jmap_submission_from_another_users_address_is_refused(jmap_users, jmap:
     refused = results[1].response
     assert isinstance(refused, EmailSubmissionSetResponse) and refused.not_created
     assert refused.not_created["send"].type == "forbiddenMailFrom"
+
+
+def test_jmap_event_source_pushes_the_email_state_of_a_mail_delivered_over_smtp(mail_world: MailWorld, jmap_users,
+                                                                               jmap: Client, monkeypatch):
+    alice, _ = jmap_users
+    # jmapc's EventSource client (sseclient) takes no ``verify``: the CA bundle comes from the environment.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", mail_world.jmap_certificate)
+    listening = Client.create_with_password(mail_world.jmap_host, alice, JMAP_PASSWORD,
+                                            event_source_config=EventSourceConfig(types="Email", closeafter="state"))
+    received: queue.Queue[Event] = queue.Queue()
+    # sseclient reads without a timeout: a thread reads, the test waits on the queue with a deadline.
+    threading.Thread(target=lambda: received.put(next(iter(listening.events))), daemon=True).start()
+    push_bus = mail_world.backends.push_bus
+    assert push_bus is not None
+    assert eventually(lambda: account_key(Username.of(alice)) in push_bus.key_listeners.keys(), timeout=30)
+
+    mail_world.send(REMOTE_SENDER, [alice], "Pushed to the event source.", subject="jmap-push")
+
+    event = received.get(timeout=60)
+    assert list(event.data.changed) == [jmap.account_id]
+    assert event.data.changed[jmap.account_id].email   # the new Email state
