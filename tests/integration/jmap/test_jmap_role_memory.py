@@ -116,7 +116,7 @@ def test_the_role_serve_builds_reads_its_settings_and_the_processs_throttle(worl
     backends = SimpleNamespace(mailbox=world.mailbox, users=world.users, subscriptions=world.subscriptions,
                                rrt=MemoryRecipientRewriteTable(), auth_throttle=throttle,
                                jmap_changes=world.changes, session=None, blobs=world.mailbox.blobs,
-                               search=memory_search(world.mailbox))
+                               search=memory_search(world.mailbox), push_bus=world.mailbox.bus)
     container = SimpleNamespace(context=SimpleNamespace(spool=MemoryMailQueue("spool")))
     port = unused_port()
     role = JmapRole.on(backends, {"MAILSERVER_JMAP_PORT": str(port), "MAILSERVER_JMAP_JWT_PUBLIC_KEY": str(key)},
