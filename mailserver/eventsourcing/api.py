@@ -49,17 +49,44 @@ class Event:
 
     def to_json(self) -> str:
         """The ``event`` column: a flat JSON object with ``type`` and ``eventId``, as James stores its DTOs."""
-        return json.dumps({"type": self.type, "eventId": self.event_id, "aggregateId": self.aggregate_id,
-                           **self.payload}, separators=(",", ":"))
+        return DEFAULT_JSON.dumps(self)
 
     @classmethod
     def from_json(cls, aggregate_id: str, event_id: int, text: str, *, snapshot: bool = False) -> Event:
+        return DEFAULT_JSON.loads(aggregate_id, event_id, text, snapshot=snapshot)
+
+
+@dataclass(frozen=True)
+class EventJson:
+    """How an aggregate's events are written in the ``event`` column: the names of the envelope keys.
+
+    James's DTOs differ per aggregate: most carry ``eventId`` and ``aggregateId``; the task events
+    carry ``event`` and ``aggregate`` (the task id alone, without the ``Task/`` key prefix). James
+    parses them strictly (unknown keys fail), so an aggregate's events must keep its own shape.
+    """
+
+    event_id_key: str = "eventId"
+    aggregate_key: str = "aggregateId"
+    aggregate_prefix: str = ""   # stripped from the aggregate id written in the JSON
+
+    def dumps(self, event: Event) -> str:
+        clash = {self.event_id_key, self.aggregate_key} & set(event.payload)
+        if clash:
+            raise ValueError(f"payload keys {sorted(clash)} are reserved")
+        return json.dumps({"type": event.type, self.event_id_key: event.event_id,
+                           self.aggregate_key: event.aggregate_id.removeprefix(self.aggregate_prefix),
+                           **event.payload}, separators=(",", ":"))
+
+    def loads(self, aggregate_id: str, event_id: int, text: str, *, snapshot: bool = False) -> Event:
         """Ids come from the row's key (authoritative); the remaining JSON fields are the payload."""
         data = json.loads(text)
         event_type = data.pop("type")
-        for key in RESERVED_KEYS:
+        for key in RESERVED_KEYS | {self.event_id_key, self.aggregate_key}:
             data.pop(key, None)
-        return cls(aggregate_id, event_id, event_type, data, snapshot)
+        return Event(aggregate_id, event_id, event_type, data, snapshot)
+
+
+DEFAULT_JSON = EventJson()
 
 
 @dataclass(frozen=True)

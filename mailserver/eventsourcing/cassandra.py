@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from cassandra.query import BatchStatement, BatchType
 
 from mailserver.cassandra.session import CassandraSession
-from mailserver.eventsourcing.api import Event, EventStore, EventStoreConflict, History, check_append
+from mailserver.eventsourcing.api import DEFAULT_JSON, Event, EventJson, EventStore, EventStoreConflict, History, check_append
 
 INSERT = "INSERT INTO eventStore (aggregateId, eventId, event) VALUES (?, ?, ?) IF NOT EXISTS"
 SET_SNAPSHOT = "UPDATE eventStore SET snapshot = ? WHERE aggregateId = ?"
@@ -24,8 +24,9 @@ DELETE = "DELETE FROM eventStore WHERE aggregateId = ?"
 
 
 class CassandraEventStore(EventStore):
-    def __init__(self, session: CassandraSession) -> None:
+    def __init__(self, session: CassandraSession, json: EventJson = DEFAULT_JSON) -> None:
         self.s = session
+        self.json = json
 
     def append_all(self, aggregate_id: str, events: Sequence[Event], expected_version: int | None) -> None:
         if not events:
@@ -33,7 +34,7 @@ class CassandraEventStore(EventStore):
         check_append(aggregate_id, events, expected_version)
         if len(events) == 1 and not events[0].snapshot:
             event = events[0]
-            applied = self.s.execute_lwt(INSERT, (aggregate_id, event.event_id, event.to_json()))
+            applied = self.s.execute_lwt(INSERT, (aggregate_id, event.event_id, self.json.dumps(event)))
         else:
             applied = self._append_batch(aggregate_id, events)
         if not applied:
@@ -43,7 +44,7 @@ class CassandraEventStore(EventStore):
         batch = BatchStatement(batch_type=BatchType.LOGGED)
         for event in events:
             self.s.faults.check(INSERT)
-            batch.add(self.s.prepare(INSERT), (aggregate_id, event.event_id, event.to_json()))
+            batch.add(self.s.prepare(INSERT), (aggregate_id, event.event_id, self.json.dumps(event)))
         snapshots = [e.event_id for e in events if e.snapshot]
         if snapshots:
             # Same partition, same batch: the snapshot pointer moves only if every insert applies.
@@ -60,8 +61,8 @@ class CassandraEventStore(EventStore):
         else:
             rows = self.s.execute(SELECT_FROM, (aggregate_id, snapshot), strong=True)
         # Rows carry the static column too: a snapshot appended between both reads is still flagged.
-        return History.of([Event.from_json(aggregate_id, r["eventid"], r["event"],
-                                           snapshot=r["eventid"] == r["snapshot"])
+        return History.of([self.json.loads(aggregate_id, r["eventid"], r["event"],
+                                            snapshot=r["eventid"] == r["snapshot"])
                            for r in rows if r["eventid"] is not None])
 
     def remove(self, aggregate_id: str) -> None:

@@ -1,0 +1,48 @@
+"""The task-manager contract on the event-sourced store (memory adapters), and the events it writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from mailserver.eventsourcing.memory import MemoryEventStore
+from mailserver.tasks import james_events as je
+from mailserver.tasks.eventsourced import EventSourcedTaskStore
+from mailserver.tasks.memory import MemoryTaskStore
+from mailserver.tasks.projection import MemoryTaskProjection
+from tests.contract.task_manager_contract import WAIT, CountingTask, TaskManagerContract
+
+
+def memory_store() -> EventSourcedTaskStore:
+    return EventSourcedTaskStore(MemoryTaskStore(), MemoryEventStore(), MemoryTaskProjection())
+
+
+class TestEventSourcedMemoryTaskManager(TaskManagerContract):
+    @pytest.fixture
+    def store(self):
+        return memory_store()
+
+    def test_a_completed_task_is_james_s_event_history(self, store, manager, worker, kind):
+        task_id = manager.submit(CountingTask(kind, steps=2))
+        with self.running(worker):
+            manager.await_(task_id, WAIT)
+        events = store.events.get_history(je.aggregate_id(task_id)).events
+        types = [e.type for e in events]
+        assert types[-1] == je.COMPLETED and events[-1].payload["result"] == "COMPLETED"
+        assert events[-1].payload["additionalInformation"]["count"] == 2
+        if types[0] == je.CREATED:   # not read from an update snapshot on
+            assert events[0].payload == {"task": {"type": kind, "steps": 2, "pause": 0.0, "outcome": "complete",
+                                                  "token": ""}, "hostname": "node-a"}
+            assert types[1] == je.STARTED
+
+    def test_a_canceled_waiting_task_records_the_request_then_the_cancel(self, store, manager, kind):
+        task_id = manager.submit(CountingTask(kind))
+        manager.cancel(task_id)
+        types = [e.type for e in store.events.get_history(je.aggregate_id(task_id)).events]
+        assert types == [je.CREATED, je.CANCEL_REQUESTED, je.CANCELLED]
+
+    def test_remove_forgets_events_report_and_claim(self, store, manager, kind):
+        task_id = manager.submit(CountingTask(kind))
+        store.remove(manager.get(task_id))
+        assert store.get(task_id) is None and store.projection.get(task_id) is None
+        assert store.events.get_history(je.aggregate_id(task_id)).events == ()
+        assert store.claims.get(task_id) is None
