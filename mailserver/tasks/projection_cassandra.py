@@ -68,13 +68,14 @@ def _columns(details: TaskExecutionDetails) -> dict[str, Any]:
     return columns
 
 
-def zoned(value: datetime) -> dict[str, Any]:
-    return {"date": value, "timezone": UTC_ZONE}
+def zoned(value: datetime) -> tuple[datetime, str]:
+    """A ``zonedDateTime`` bound positionally (``date``, ``timeZone``): the UDT is not registered with the driver."""
+    return value, UTC_ZONE
 
 
 def _instant(value: Any) -> datetime | None:
     """The instant of a ``zonedDateTime`` (its zone only changes how James prints it)."""
-    return None if value is None else aware(value.date)
+    return None if value is None else aware(value[0])
 
 
 def details_of(row: dict[str, Any]) -> TaskExecutionDetails:

@@ -27,8 +27,12 @@ from mailserver.tasks import worker as w
 from mailserver.tasks.builtin import tasks_cleanup
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.builtin.registration import EventBusParts, register_builtin
+from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.tasks.cassandra import CassandraTaskStore
+from mailserver.tasks.eventsourced import EventSourcedTaskStore
+from mailserver.tasks.james_events import TASK_EVENT_JSON
 from mailserver.tasks.manager import TaskManager, default_node_name
+from mailserver.tasks.projection_cassandra import CassandraTaskProjection
 from mailserver.tasks.registry import TaskRegistry
 from mailserver.tasks.store import TaskStore
 
@@ -86,6 +90,12 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
                         dag_runs)
 
 
+def cassandra_task_store(session: CassandraSession) -> EventSourcedTaskStore:
+    """Tasks as James keeps them (events and projection), claims and heartbeats in our tables."""
+    return EventSourcedTaskStore(CassandraTaskStore(session), CassandraEventStore(session, TASK_EVENT_JSON),
+                                 CassandraTaskProjection(session))
+
+
 def cassandra_services(session: CassandraSession, settings: TaskSettings | None = None, *,
                        queues: MailQueueFactory | None = None, repositories: MailRepositoryStore | None = None,
                        metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
@@ -94,7 +104,7 @@ def cassandra_services(session: CassandraSession, settings: TaskSettings | None 
                        subscriptions: SubscriptionStore | None = None,
                        vault: VaultParts | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
-    return build(CassandraTaskStore(session), settings or TaskSettings.from_env(), queues=queues,
+    return build(cassandra_task_store(session), settings or TaskSettings.from_env(), queues=queues,
                  repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
                  dag_runs=dag_runs, polling=polling, event_bus=event_bus, mailboxes=mailboxes,
                  subscriptions=subscriptions, vault=vault)

@@ -1,13 +1,16 @@
-"""The task-manager contract on Cassandra, and the rows and index entries it leaves."""
+"""The task-manager contract on Cassandra (the event-sourced store nodes use), and the rows it leaves."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from mailserver.cassandra.session import CassandraSession
 from mailserver.tasks.api import TaskStatus, utc_now
-from mailserver.tasks.cassandra import CassandraTaskStore
+from mailserver.tasks import james_events as je
 from mailserver.tasks.manager import TaskManager
+from mailserver.tasks.wiring import cassandra_task_store
 from tests.contract.task_manager_contract import CountingTask, TaskManagerContract
 
 pytestmark = pytest.mark.integration
@@ -16,7 +19,7 @@ pytestmark = pytest.mark.integration
 class TestCassandraTaskManager(TaskManagerContract):
     @pytest.fixture
     def store(self, cassandra):
-        return CassandraTaskStore(cassandra)
+        return cassandra_task_store(cassandra)
 
     def test_row_layout(self, store, manager, cassandra, kind):
         task_id = manager.submit(CountingTask(kind, steps=2))
@@ -51,7 +54,7 @@ class TestCassandraTaskManager(TaskManagerContract):
     def test_a_task_is_visible_from_another_session(self, store, manager, cassandra_config, kind):
         task_id = manager.submit(CountingTask(kind))
         with CassandraSession.connect(cassandra_config) as other:
-            remote = TaskManager(CassandraTaskStore(other), "node-z")
+            remote = TaskManager(cassandra_task_store(other), "node-z")
             assert remote.get(task_id).status is TaskStatus.WAITING
             assert remote.cancel(task_id) is TaskStatus.CANCELLED
         assert manager.get(task_id).cancel_requested_node == "node-z"
@@ -67,3 +70,25 @@ class TestCassandraTaskManager(TaskManagerContract):
             rows = cassandra.execute("SELECT taskId FROM taskSchedule WHERE phase IN ('waiting', 'running')")
             assert all(r["taskid"] != details.task_id for r in rows)
         store.remove(waiting)   # already gone: no error
+        gone = cassandra.execute("SELECT aggregateId FROM eventStore WHERE aggregateId = ?",
+                                 (je.aggregate_id(claimed.task_id),))
+        assert gone == [] and cassandra.one("SELECT taskId FROM taskExecutionDetailsProjection WHERE taskId = ?",
+                                            (claimed.task_id,)) is None
+
+    def test_events_and_projection_rows_have_james_s_shape(self, store, manager, cassandra, kind):
+        task_id = manager.submit(CountingTask(kind, steps=2))
+        manager.cancel(task_id)
+        rows = cassandra.execute("SELECT eventId, event FROM eventStore WHERE aggregateId = ?",
+                                 (f"Task/{task_id}",))
+        events = [json.loads(r["event"]) for r in rows]
+        assert events[0] == {"type": "task-manager-created", "aggregate": str(task_id), "event": 0,
+                             "task": {"type": kind, "steps": 2, "pause": 0.0, "outcome": "complete", "token": ""},
+                             "hostname": "node-a"}
+        assert events[1] == {"type": "task-manager-cancel-requested", "aggregate": str(task_id), "event": 1,
+                             "hostname": "node-a"}
+        assert events[2]["type"] == "task-manager-cancelled" and events[2]["additionalInformation"]["count"] == 0
+        row = cassandra.one("SELECT status, submittedNode, cancelRequestedNode, submittedDate, canceledDate, "
+                            "additionalInformation FROM taskExecutionDetailsProjection WHERE taskId = ?", (task_id,))
+        assert (row["status"], row["submittednode"], row["cancelrequestednode"]) == ("canceled", "node-a", "node-a")
+        assert row["submitteddate"][1] == "UTC" and row["canceleddate"][0] is not None
+        assert json.loads(row["additionalinformation"])["type"] == kind
