@@ -4,6 +4,7 @@
 by default, or the ones named with ``--roles`` (which may also name ``jmap``); ``webadmin`` is
 ``serve --roles webadmin,tasks``. Settings come from the environment (see ``mailserver.runtime.settings``).
 ``rabbitmq migrate-queues`` re-declares queues a previous version declared otherwise (docs/operations.md).
+``tasks copy-to-event-store`` copies tasks recorded by earlier versions into James's task tables.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from mailserver import __version__
 from mailserver.cassandra import cli as schema_cli
 from mailserver.runtime import queue_migration_cli
+from mailserver.tasks import cli as tasks_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
                                        "jmap (default: MAILSERVER_ROLES, else all but jmap)")
     schema_cli.add_parser(sub)
     queue_migration_cli.add_parser(sub)
+    tasks_cli.add_parser(sub)
     sub.add_parser("webadmin", help="run the WebAdmin HTTP API (configuration from the environment)")
     args = parser.parse_args(argv)
     if args.command == "version":
@@ -34,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         return schema_cli.run(args)
     if args.command == queue_migration_cli.COMMAND:
         return queue_migration_cli.run(args)
+    if args.command == tasks_cli.COMMAND:
+        return tasks_cli.run(args)
     if args.command == "webadmin":
         return _serve("webadmin", "webadmin,tasks")
     return _serve("serve", args.roles)

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from mailserver.eventsourcing.aggregate import CommandHandler, NewEvent
-from mailserver.eventsourcing.api import Event, EventStore
+from mailserver.eventsourcing.api import Event, EventStore, EventStoreConflict
 from mailserver.tasks import james_events as je
 from mailserver.tasks.api import TaskExecutionDetails, TaskStatus
 from mailserver.tasks.james_task_json import from_james_task, to_james_task
@@ -112,6 +112,28 @@ class EventSourcedTaskStore(TaskStore):
         self.events.remove(je.aggregate_id(details.task_id))
         self.projection.remove(details.task_id)
 
+    def adopt(self, details: TaskExecutionDetails) -> bool:
+        """Write a task ``claims`` holds but the event store does not (recorded before this store
+        was used): its history as the events its dates and nodes show, and its report. False when
+        it has a report already (adopted, or written through this store)."""
+        if self.projection.get(details.task_id) is not None:
+            return False
+        history = [je.created(to_james_task(details.type, details.parameters), details.submitted_node)]
+        if details.ran_node is not None:
+            history.append(je.started(details.ran_node))
+        if details.cancel_requested_node is not None:
+            history.append(je.cancel_requested(details.cancel_requested_node))
+        if details.status.finished:
+            history.append(je.terminal(details.status, details.additional_information))
+        aggregate = je.aggregate_id(details.task_id)
+        try:
+            self.events.append_all(aggregate, [Event(aggregate, i, e.type, dict(e.payload))
+                                               for i, e in enumerate(history)], None)
+        except EventStoreConflict:
+            pass   # a previous run appended them and stopped before the report: write it now
+        self.projection.save(details)
+        return True
+
     # ------------------------------------------------------------------ internals
     def _request_cancel_elsewhere(self, task_id: uuid.UUID, node: str, at: datetime) -> TaskStatus | None:
         """A task James wrote: the request is its event; James's worker that runs it ends it."""
@@ -147,3 +169,14 @@ class EventSourcedTaskStore(TaskStore):
 
 def _without_timestamp(information: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if information is None else {k: v for k, v in information.items() if k != "timestamp"}
+
+
+def adopt_all(store: EventSourcedTaskStore) -> tuple[int, int]:
+    """Copy every task of ``store.claims`` missing from the event store: (copied, already there)."""
+    copied = present = 0
+    for details in store.claims.list():
+        if store.adopt(details):
+            copied += 1
+        else:
+            present += 1
+    return copied, present

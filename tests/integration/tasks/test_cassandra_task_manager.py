@@ -9,6 +9,7 @@ import pytest
 from mailserver.cassandra.session import CassandraSession
 from mailserver.tasks.api import TaskStatus, utc_now
 from mailserver.tasks import james_events as je
+from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.wiring import cassandra_task_store
 from tests.contract.task_manager_contract import CountingTask, TaskManagerContract
@@ -92,3 +93,13 @@ class TestCassandraTaskManager(TaskManagerContract):
         assert (row["status"], row["submittednode"], row["cancelrequestednode"]) == ("canceled", "node-a", "node-a")
         assert row["submitteddate"][1] == "UTC" and row["canceleddate"][0] is not None
         assert json.loads(row["additionalinformation"])["type"] == kind
+
+    def test_a_task_recorded_before_is_copied_into_james_s_tables(self, store, cassandra, kind):
+        old = TaskManager(CassandraTaskStore(cassandra), "old-node")   # an earlier version: taskExecutions only
+        task_id = old.submit(CountingTask(kind))
+        assert store.get(task_id) is None
+        assert store.adopt(old.get(task_id)) and not store.adopt(old.get(task_id))
+        assert store.get(task_id) == old.get(task_id)
+        event = cassandra.one("SELECT event FROM eventStore WHERE aggregateId = ?", (f"Task/{task_id}",))
+        assert json.loads(event["event"])["type"] == "task-manager-created"
+        assert store.request_cancel(task_id, "node-a", utc_now()) is TaskStatus.CANCELLED

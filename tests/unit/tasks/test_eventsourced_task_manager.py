@@ -6,7 +6,9 @@ import pytest
 
 from mailserver.eventsourcing.memory import MemoryEventStore
 from mailserver.tasks import james_events as je
-from mailserver.tasks.eventsourced import EventSourcedTaskStore
+from mailserver.tasks.api import TaskStatus, utc_now
+from mailserver.tasks.eventsourced import EventSourcedTaskStore, adopt_all
+from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
 from mailserver.tasks.projection import MemoryTaskProjection
 from tests.contract.task_manager_contract import WAIT, CountingTask, TaskManagerContract
@@ -46,3 +48,25 @@ class TestEventSourcedMemoryTaskManager(TaskManagerContract):
         assert store.get(task_id) is None and store.projection.get(task_id) is None
         assert store.events.get_history(je.aggregate_id(task_id)).events == ()
         assert store.claims.get(task_id) is None
+
+
+def test_tasks_recorded_before_are_copied_once_as_james_s_events():
+    store = memory_store()
+    old = TaskManager(store.claims, "old-node")   # what an earlier version wrote: our tables only
+    waiting, canceled = old.submit(CountingTask("t")), old.submit(CountingTask("t"))
+    old.cancel(canceled)
+    running = old.submit(CountingTask("t"))
+    assert store.claims.claim(old.get(running), "old-node", utc_now())
+    assert store.get(waiting) is None
+
+    assert adopt_all(store) == (3, 0)
+
+    for task_id in (waiting, canceled, running):
+        assert store.get(task_id) == old.get(task_id)
+    history = {task_id: [e.type for e in store.events.get_history(je.aggregate_id(task_id)).events]
+               for task_id in (waiting, canceled, running)}
+    assert history == {waiting: [je.CREATED], canceled: [je.CREATED, je.CANCEL_REQUESTED, je.CANCELLED],
+                       running: [je.CREATED, je.STARTED]}
+    assert adopt_all(store) == (0, 3)
+    assert store.finish(running, "old-node", TaskStatus.COMPLETED, utc_now(), None)   # carries on as any task
+    assert store.get(running).status is TaskStatus.COMPLETED
