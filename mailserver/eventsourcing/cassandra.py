@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from cassandra.query import BatchStatement, BatchType
 
 from mailserver.cassandra.session import CassandraSession
-from mailserver.eventsourcing.api import DEFAULT_JSON, Event, EventJson, EventStore, EventStoreConflict, History, check_append
+from mailserver.eventsourcing.api import (
+    DEFAULT_JSON,
+    Event,
+    EventJson,
+    EventStore,
+    EventStoreConflict,
+    History,
+    check_append,
+)
 
 INSERT = "INSERT INTO eventStore (aggregateId, eventId, event) VALUES (?, ?, ?) IF NOT EXISTS"
 SET_SNAPSHOT = "UPDATE eventStore SET snapshot = ? WHERE aggregateId = ?"

@@ -95,15 +95,13 @@ class EventSourcedTaskStore(TaskStore):
         if after in (TaskStatus.CANCEL_REQUESTED, TaskStatus.CANCELLED):
             self._record(task_id, je.cancel_requested(node), at)
         if after is TaskStatus.CANCELLED:
-            current = self.projection.get(task_id)
-            self._record(task_id, je.terminal(TaskStatus.CANCELLED, current and current.additional_information), at)
+            self._record(task_id, je.terminal(TaskStatus.CANCELLED, self._information(task_id)), at)
         return after
 
     def fail_stale(self, task_id: uuid.UUID, heartbeat: datetime | None, at: datetime) -> bool:
         if not self.claims.fail_stale(task_id, heartbeat, at):
             return False
-        current = self.projection.get(task_id)
-        self._record(task_id, je.terminal(TaskStatus.FAILED, current and current.additional_information), at)
+        self._record(task_id, je.terminal(TaskStatus.FAILED, self._information(task_id)), at)
         return True
 
     def remove(self, details: TaskExecutionDetails) -> None:
@@ -159,6 +157,11 @@ class EventSourcedTaskStore(TaskStore):
             new = je.project(current, event, at)
             if new == current or self.projection.replace(current, new):
                 return
+
+    def _information(self, task_id: uuid.UUID) -> dict[str, Any] | None:
+        """The last reported progress: what a task ended by someone else than its worker ends with."""
+        current = self.projection.get(task_id)
+        return None if current is None else current.additional_information
 
     def _created_parameters(self, task_id: uuid.UUID) -> dict[str, Any]:
         for event in self.events.get_history(je.aggregate_id(task_id)).events:

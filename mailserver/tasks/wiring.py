@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mailserver.cassandra.session import CassandraSession
+from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueueFactory
 from mailserver.repository.api import MailRepositoryStore
@@ -27,7 +28,6 @@ from mailserver.tasks import worker as w
 from mailserver.tasks.builtin import tasks_cleanup
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.builtin.registration import EventBusParts, register_builtin
-from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.eventsourced import EventSourcedTaskStore
 from mailserver.tasks.james_events import TASK_EVENT_JSON

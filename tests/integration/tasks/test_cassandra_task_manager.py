@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mailserver.cassandra.session import CassandraSession
-from mailserver.tasks.api import TaskStatus, utc_now
 from mailserver.tasks import james_events as je
+from mailserver.tasks.api import TaskStatus, utc_now
 from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.wiring import cassandra_task_store

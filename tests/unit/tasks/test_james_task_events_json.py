@@ -57,11 +57,12 @@ def test_james_s_events_read_back_as_decided(decided, james):
 
 def test_james_only_fields_are_kept_when_read():
     """PARTIAL results and failure messages are James's alone; reading them loses nothing."""
-    failed = je.TASK_EVENT_JSON.loads(AGGREGATE, 1, '{"aggregate":"%s","event":1,"type":"task-manager-failed", '
-                                      '"errorMessage": "contextual message", "exception": "my exception"}' % TASK_ID)
+    failed = je.TASK_EVENT_JSON.loads(AGGREGATE, 1, json.dumps({
+        "aggregate": TASK_ID, "event": 1, "type": "task-manager-failed", "errorMessage": "contextual message",
+        "exception": "my exception"}))
     assert failed.payload == {"errorMessage": "contextual message", "exception": "my exception"}
-    partial = je.TASK_EVENT_JSON.loads(AGGREGATE, 1, '{"result":"PARTIAL","aggregate":"%s","event":1,'
-                                       '"type":"task-manager-completed"}' % TASK_ID)
+    partial = je.TASK_EVENT_JSON.loads(AGGREGATE, 1, json.dumps({
+        "result": "PARTIAL", "aggregate": TASK_ID, "event": 1, "type": "task-manager-completed"}))
     assert partial.payload == {"result": "PARTIAL"}
 
 
