@@ -172,14 +172,16 @@ TABLES: tuple[Table, ...] = (
     t("eventStore", "events", "Source of truth of event-sourced aggregates (tasks, ACLs, required groups).",
       ["aggregateId"], {"aggregateId": "text", "eventId": "int", "snapshot": "int", "event": "text"},
       ck=["eventId"], static=["snapshot"], options="compaction = {'class': 'LeveledCompactionStrategy'}"),
-    t("taskExecutionDetailsProjection", "tasks", "Projection of task events: status and report per task.",
+    t("taskExecutionDetailsProjection", "tasks", "Projection of task events (James's and ours): status and report "
+      "per task, what /tasks reads; updated conditionally on the status read.",
       ["taskId"], {"taskId": "uuid", "type": "text", "status": "text", "additionalInformation": "text",
                    "submittedNode": "text", "ranNode": "text", "cancelRequestedNode": "text",
                    "submittedDate": "frozen<zonedDateTime>", "startedDate": "frozen<zonedDateTime>",
                    "completedDate": "frozen<zonedDateTime>", "canceledDate": "frozen<zonedDateTime>",
                    "failedDate": "frozen<zonedDateTime>"}),
-    t("taskExecutions", "tasks", "Source of truth of our task manager: one row per task, report and heartbeat; "
-      "status changes are lightweight transactions (IF status = ...).", ["taskId"],
+    t("taskExecutions", "tasks", "Our workers' claims: one row per task submitted by our nodes, its parameters, "
+      "status and heartbeat; claims and status changes are lightweight transactions (IF status = ...), each "
+      "then recorded as a James task event.", ["taskId"],
       {"taskId": "uuid", "type": "text", "parameters": "text", "status": "text", "additionalInformation": "text",
        "submittedNode": "text", "ranNode": "text", "cancelRequestedNode": "text", "submittedDate": "timestamp",
        "startedDate": "timestamp", "completedDate": "timestamp", "canceledDate": "timestamp",
