@@ -21,7 +21,8 @@ with warnings.catch_warnings():
 
 pytestmark = pytest.mark.integration
 
-TABLES = ("schemaVersion", "taskExecutions", "taskSchedule", "quotaLimit", "quotaCurrentValue")
+TABLES = ("schemaVersion", "taskExecutions", "taskSchedule", "eventStore", "taskExecutionDetailsProjection",
+          "quotaLimit", "quotaCurrentValue")
 
 
 @pytest.fixture
