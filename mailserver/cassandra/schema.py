@@ -84,6 +84,9 @@ TABLES: tuple[Table, ...] = (
     t("droplist", "users", "Source of truth: denied senders (address or domain) by owner scope "
       "(GLOBAL, DOMAIN, USER) and owner ('' for GLOBAL).", ["owner_scope", "owner", "denied_entity"],
       {"owner_scope": "text", "owner": "text", "denied_entity": "text", "denied_entity_type": "text"}),
+    t("vacation", "users", "Source of truth: a user's vacation (out-of-office) settings (James's table).",
+      ["account_id"], {"account_id": "text", "is_enabled": "boolean", "from_date": "frozen<zonedDateTime>",
+                       "to_date": "frozen<zonedDateTime>", "text": "text", "subject": "text", "html": "text"}),
     # -- mailboxes ------------------------------------------------------------------------------
     t("mailbox", "mailbox", "Projection: mailbox by id (path and uidvalidity); truth is mailboxPathV3.",
       ["id"], {"id": "timeuuid", "mailboxbase": "frozen<mailboxBase>", "name": "text", "uidvalidity": "bigint"}),

@@ -288,6 +288,7 @@ class WebAdminRole(HttpRole):
         from mailserver.sieve.cassandra_quota import CassandraSieveQuotas
         from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
         from mailserver.users.cassandra_delegation import CassandraDelegationStore
+        from mailserver.vacation.cassandra import CassandraVacationRepository
         from mailserver.webadmin.app import create_app
         from mailserver.webadmin.context import WebAdminContext
         from mailserver.webadmin.server import ServerConfig, uvicorn_config
@@ -309,6 +310,7 @@ class WebAdminRole(HttpRole):
                                   subscriptions=backends.subscriptions, vault=vault,
                                   connections=connections, droplist=CassandraDropList(backends.session),
                                   sieve_quotas=CassandraSieveQuotas(backends.session),
+                                  vacations=CassandraVacationRepository(backends.session),
                                   delegation=CassandraDelegationStore(backends.session, backends.users.contains),
                                   auth_throttle=backends.auth_throttle,
                                   max_header_bytes=config.max_header_bytes, max_headers=config.max_headers,

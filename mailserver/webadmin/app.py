@@ -46,6 +46,7 @@ from mailserver.webadmin.routes import (
     tasks,
     user_mailboxes,
     users,
+    vacation,
 )
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,8 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(servers.router(ctx.connections))
     if ctx.droplist is not None:
         app.include_router(droplist.router(ctx.droplist))
+    if ctx.vacations is not None:
+        app.include_router(vacation.router(ctx.vacations, ctx.users))
     if ctx.sieve_quotas is not None:
         app.include_router(sieve_quota.router(ctx.sieve_quotas, ctx.users))
     if ctx.tasks is not None:

@@ -17,6 +17,7 @@ from mailserver.serving.connections import ConnectionRegistry
 from mailserver.sieve.quota import SieveQuotas
 from mailserver.users.api import UsersRepository
 from mailserver.users.delegation import DelegationStore
+from mailserver.vacation.api import VacationRepository
 from mailserver.webadmin.auth import AuthConfig
 from mailserver.webadmin.header_limits import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS
 
@@ -70,6 +71,7 @@ class WebAdminContext:
     droplist: DropList | None = None                    # /droplist
     sieve_quotas: SieveQuotas | None = None             # /sieve/quota
     delegation: DelegationStore | None = None           # /users/{u}/authorizedUsers (405 without it, as James)
+    vacations: VacationRepository | None = None         # /vacation/{u}
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
     # Request heads: 431 past these (server.ServerConfig reads them from the environment).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES

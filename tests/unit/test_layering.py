@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("model", {"model"}),
     ("settings", {"settings"}),
     ("backends", {"blob", "cassandra", "airflow"}),
-    ("records", {"eventsourcing", "domains", "users", "rrt", "security", "droplist", "sieve"}),
+    ("records", {"eventsourcing", "domains", "users", "rrt", "security", "droplist", "sieve", "vacation"}),
     ("mailbox", {"events", "mailbox", "maintenance"}),
     ("mail services", {"queue", "search", "vault", "repository"}),
     ("protocols and processing", {"smtp", "imap", "jmap", "delivery", "mailets"}),

@@ -37,6 +37,7 @@ from mailserver.sieve.quota import MemorySieveQuotas
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
+from mailserver.vacation.memory import MemoryVacationRepository
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.auth import AuthConfig
 from tests.support.schema_version_session import FakeSchemaSession
@@ -59,7 +60,7 @@ FAMILIES = {"healthcheck", "metrics", "domains", "users", "address", "domainMapp
             "mailboxes", "messages", "quota",   # the maintenance procedures (Airflow DAG runs)
             "events",   # event dead letters and groups (503 without an event bus)
             "deletedMessages",   # the deleted messages vault (503 without it)
-            "droplist", "sieve", "servers"}
+            "droplist", "sieve", "servers", "vacation"}
 
 
 def full_app(auth: AuthConfig | None = None):
@@ -68,7 +69,8 @@ def full_app(auth: AuthConfig | None = None):
                        tasks=TaskManager(MemoryTaskStore(), "auth-node"),
                        mailboxes=memory_context(MemoryBlobStore()).manager, subscriptions=MemorySubscriptionStore(),
                        schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14),   # type: ignore[arg-type]
-                       droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas(), connections=ConnectionRegistry())
+                       droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas(), connections=ConnectionRegistry(),
+                       vacations=MemoryVacationRepository())
     return create_app(ctx)
 
 

@@ -1,0 +1,1 @@
+"""Vacation (out-of-office) settings per account, as James's ``VacationRepository``."""
