@@ -70,7 +70,8 @@ def router(queues: MailQueueFactory, tasks: TaskManager | None) -> APIRouter:
     async def flush(name: str, request: Request) -> Response:
         return await _flush(name, request)
 
-    @api.patch("/mailQueues/{name}", status_code=NO_CONTENT, summary="Flush: ?delayed=true with {\"delayed\": false} (the path of James's docs)")
+    @api.patch("/mailQueues/{name}", status_code=NO_CONTENT,
+               summary="Flush: ?delayed=true with {\"delayed\": false} (the path of James's docs)")
     async def flush_documented(name: str, request: Request) -> Response:
         return await _flush(name, request)
 
