@@ -56,7 +56,7 @@ def _instant(udt: Any) -> datetime | None:
     if udt is None or udt.date is None:
         return None
     moment = udt.date.replace(tzinfo=UTC)
-    zone = udt.timeZone or "Z"
+    zone = udt.timezone or "Z"   # the driver lower-cases the UDT's field names
     if zone in ("Z", "UTC"):
         return moment
     try:

@@ -22,4 +22,4 @@ def test_the_row_is_james_s(cassandra):
     row = cassandra.one("SELECT is_enabled, from_date, subject, text FROM vacation WHERE account_id = ?", (user,))
     assert row is not None
     assert (row["is_enabled"], row["subject"], row["text"]) == (True, "Out", None)
-    assert (row["from_date"].date, row["from_date"].timeZone) == (FROM.replace(tzinfo=None), "Z")
+    assert (row["from_date"].date, row["from_date"].timezone) == (FROM.replace(tzinfo=None), "Z")
