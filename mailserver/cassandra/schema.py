@@ -73,6 +73,7 @@ TYPES: tuple[UserType, ...] = (
     UserType("mailboxBase", (("namespace", "text"), ("user", "text"))),
     UserType("attachments", (("id", "text"), ("name", "text"), ("cid", "text"), ("isInline", "boolean"))),
     UserType("zonedDateTime", (("date", "timestamp"), ("timeZone", "text"))),
+    UserType("email_address", (("name", "text"), ("email", "text"))),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -87,6 +88,12 @@ TABLES: tuple[Table, ...] = (
     t("vacation", "users", "Source of truth: a user's vacation (out-of-office) settings (James's table).",
       ["account_id"], {"account_id": "text", "is_enabled": "boolean", "from_date": "frozen<zonedDateTime>",
                        "to_date": "frozen<zonedDateTime>", "text": "text", "subject": "text", "html": "text"}),
+    t("custom_identity", "jmap", "Source of truth: the JMAP identities users and admins stored, and the changes "
+      "made to the server-set ones (under their id).", ["user"],
+      {"user": "text", "id": "uuid", "name": "text", "email": "text",
+       "reply_to": "frozen<set<frozen<email_address>>>", "bcc": "frozen<set<frozen<email_address>>>",
+       "text_signature": "text", "html_signature": "text", "sort_order": "int", "may_delete": "boolean"},
+      ck=["id"]),
     # -- mailboxes ------------------------------------------------------------------------------
     t("mailbox", "mailbox", "Projection: mailbox by id (path and uidvalidity); truth is mailboxPathV3.",
       ["id"], {"id": "timeuuid", "mailboxbase": "frozen<mailboxBase>", "name": "text", "uidvalidity": "bigint"}),

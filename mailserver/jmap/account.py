@@ -7,6 +7,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mailserver.identities.repository import IdentityRepository
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.errors import MethodError, invalid_arguments
@@ -51,6 +52,7 @@ class MailServices:
     uploads: UploadRepository | None = None         # None: uploads are refused (503)
     submission: Submission | None = None          # None: EmailSubmission is not offered
     search: SearchIndex | None = None              # None: Email/query's text filters are unsupportedFilter
+    identities: IdentityRepository | None = None   # None: Identity/get answers the server-set identities only
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,8 @@ class JmapRole(HttpRole):
 
     @classmethod
     def on(cls, backends: Backends, env: Any, container: MailetContainer) -> JmapRole:
+        from mailserver.identities.cassandra import CassandraCustomIdentityStore
+        from mailserver.identities.repository import IdentityRepository
         from mailserver.jmap.uploads import CassandraUploadRepository
 
         mailbox = backends.mailbox
@@ -171,7 +173,9 @@ class JmapRole(HttpRole):
                                 # Submissions go to the spool the SMTP intake uses: the mailet container
                                 # processes them.
                                 submission=Submission(container.context.spool, CanSendFrom(backends.rrt)),
-                                search=backends.search)
+                                search=backends.search,
+                                identities=IdentityRepository(CassandraCustomIdentityStore(backends.session),
+                                                              CanSendFrom(backends.rrt).addresses))
         return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle, backends.push_bus)
 
     @property
@@ -285,6 +289,8 @@ class WebAdminRole(HttpRole):
         import uvicorn
 
         from mailserver.droplist.cassandra import CassandraDropList
+        from mailserver.identities.cassandra import CassandraCustomIdentityStore
+        from mailserver.identities.repository import IdentityRepository
         from mailserver.sieve.cassandra_quota import CassandraSieveQuotas
         from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
         from mailserver.users.cassandra_delegation import CassandraDelegationStore
@@ -311,6 +317,8 @@ class WebAdminRole(HttpRole):
                                   connections=connections, droplist=CassandraDropList(backends.session),
                                   sieve_quotas=CassandraSieveQuotas(backends.session),
                                   vacations=CassandraVacationRepository(backends.session),
+                                  identities=IdentityRepository(CassandraCustomIdentityStore(backends.session),
+                                                                CanSendFrom(backends.rrt).addresses),
                                   delegation=CassandraDelegationStore(backends.session, backends.users.contains),
                                   auth_throttle=backends.auth_throttle,
                                   max_header_bytes=config.max_header_bytes, max_headers=config.max_headers,

@@ -35,6 +35,7 @@ from mailserver.webadmin.routes import (
     event_bus_groups,
     event_dead_letters,
     health,
+    identities,
     mail_queues,
     mail_repositories,
     maintenance,
@@ -82,6 +83,8 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(servers.router(ctx.connections))
     if ctx.droplist is not None:
         app.include_router(droplist.router(ctx.droplist))
+    if ctx.identities is not None:
+        app.include_router(identities.router(ctx.identities, ctx.users))
     if ctx.vacations is not None:
         app.include_router(vacation.router(ctx.vacations, ctx.users))
     if ctx.sieve_quotas is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from mailserver.domains.api import DomainList
 from mailserver.droplist.api import DropList
+from mailserver.identities.repository import IdentityRepository
 from mailserver.maintenance.api import MaintenanceStore
 from mailserver.maintenance.guard import MaintenanceGuard
 from mailserver.observability.health import DEFAULT_TIMEOUT, HealthCheck
@@ -72,6 +73,7 @@ class WebAdminContext:
     sieve_quotas: SieveQuotas | None = None             # /sieve/quota
     delegation: DelegationStore | None = None           # /users/{u}/authorizedUsers (405 without it, as James)
     vacations: VacationRepository | None = None         # /vacation/{u}
+    identities: IdentityRepository | None = None        # /users/{u}/identities
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
     # Request heads: 431 past these (server.ServerConfig reads them from the environment).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
+from mailserver.identities.repository import IdentityRepository
 from mailserver.jmap.account import MailServices, Submission, account_id
 from mailserver.jmap.app import JmapContext, create_app
 from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
@@ -69,11 +70,12 @@ class World:
         return account_id(self.user)
 
     def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None,
-                submission: Submission | None = None, search: SearchIndex | None = None) -> JmapContext:
+                submission: Submission | None = None, search: SearchIndex | None = None,
+                identities: IdentityRepository | None = None) -> JmapContext:
         """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
         services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions,
                                 changes=self.changes, uploads=self.uploads, submission=submission,
-                                search=search)
+                                search=search, identities=identities)
         key = jwt_public_key or public_pem(signing_key())
         auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())

@@ -1,43 +1,50 @@
-"""``Identity/get`` (RFC 8621 6.2) as James's ``DefaultIdentitySupplier`` serves it: one Identity
-per address the user may send from (their own and the aliases leading to it), server-set, so
-none may be deleted. No custom identities are stored: ``Identity/set`` is not served.
+"""``Identity/get`` (RFC 8621 6.2) as James's ``IdentityRepository`` serves it: one server-set
+Identity per address the user may send from (their own and the aliases leading to it, not
+deletable), merged with the identities stored for the user (through WebAdmin's
+``/users/{u}/identities``) when the services have the store. ``Identity/set`` is not served.
 """
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from typing import Any
 
+from mailserver.identities.api import EmailAddress, Identity, server_set_id
+from mailserver.identities.memory import MemoryCustomIdentityStore
+from mailserver.identities.repository import IdentityRepository
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.changes.model import INITIAL
 from mailserver.jmap.errors import MethodError, invalid_arguments
 from mailserver.jmap.methods.arguments import check_get_size, only, optional_ids
-from mailserver.model.address import InvalidAddress, MailAddress
+from mailserver.model.address import MailAddress
 
 PROPERTIES = ("id", "name", "email", "replyTo", "bcc", "textSignature", "htmlSignature", "mayDelete", "sortOrder")
-SORT_ORDER = 100   # James's Identity.DEFAULT_SORTORDER
 # Identities never change here (no Identity/set): James's constant state, its initial one.
 STATE = str(INITIAL)
 
 
 def identity_id(address: MailAddress) -> str:
-    """Java's ``UUID.nameUUIDFromBytes`` of the address: an MD5 name-based (version 3) UUID."""
-    return str(uuid.UUID(bytes=hashlib.md5(str(address).encode(), usedforsecurity=False).digest(), version=3))
+    return str(server_set_id(address))
 
 
 def identities(context: CallContext) -> list[dict[str, Any]]:
-    """The user's identities, by address; none for a user who is no mail address."""
+    """The user's identities, server-set ones first by address; none for a user who is no mail address."""
     submission = context.services.submission
     if submission is None:
         raise MethodError("unknownMethod", "this server offers no EmailSubmission")
-    try:
-        addresses = submission.can_send_from.addresses(context.user)
-    except InvalidAddress:
-        return []
-    return [{"id": identity_id(a), "name": str(a), "email": str(a), "replyTo": None, "bcc": None,
-             "textSignature": "", "htmlSignature": "", "mayDelete": False, "sortOrder": SORT_ORDER}
-            for a in sorted(addresses, key=str)]
+    repository = context.services.identities or IdentityRepository(MemoryCustomIdentityStore(),
+                                                                   submission.can_send_from.addresses)
+    return [as_jmap(identity) for identity in repository.list(context.user)]
+
+
+def as_jmap(identity: Identity) -> dict[str, Any]:
+    return {"id": str(identity.id), "name": identity.name, "email": identity.email,
+            "replyTo": _addresses(identity.reply_to), "bcc": _addresses(identity.bcc),
+            "textSignature": identity.text_signature, "htmlSignature": identity.html_signature,
+            "mayDelete": identity.may_delete, "sortOrder": identity.sort_order}
+
+
+def _addresses(addresses: tuple[EmailAddress, ...] | None) -> list[dict[str, str | None]] | None:
+    return None if addresses is None else [{"name": a.name, "email": a.email} for a in addresses]
 
 
 def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from mailserver.identities.api import EmailAddress, Identity
+from mailserver.identities.memory import MemoryCustomIdentityStore
+from mailserver.identities.repository import IdentityRepository
 from mailserver.jmap.account import Submission
 from mailserver.jmap.app import create_app
-from mailserver.model.address import MailAddress
+from mailserver.model.address import MailAddress, Username
 from mailserver.model.flags import SystemFlag
 from mailserver.model.ids import MessageId
 from mailserver.model.mail import JMAP_AUTH_USER
@@ -328,6 +331,21 @@ def test_identity_get_lists_the_users_address_and_its_aliases(jmap, world, rrt):
         {"id": java_name_uuid(address), "name": address, "email": address, "replyTo": None, "bcc": None,
          "textSignature": "", "htmlSignature": "", "mayDelete": False, "sortOrder": 100}
         for address in sorted([USER, SALES])]
+
+
+def test_identity_get_includes_the_stored_identities(world, spool, rrt):
+    can_send_from = CanSendFrom(rrt)
+    repository = IdentityRepository(MemoryCustomIdentityStore(), can_send_from.addresses)
+    stored = repository.create(Username(USER), Identity(uuid.uuid4(), USER, name="Bob", sort_order=1,
+                                                        reply_to=(EmailAddress(SALES, "Sales"),)))
+    client = TestClient(create_app(world.context(submission=Submission(spool, can_send_from), identities=repository)))
+    response = client.post("/jmap", headers=bearer(), json={"using": ALL, "methodCalls": [
+        ["Identity/get", {"accountId": world.account}, "c1"]]})
+    listed = response.json()["methodResponses"][0][1]["list"]
+    assert [i["id"] for i in listed] == [java_name_uuid(USER), str(stored.id)]
+    assert listed[1] == {"id": str(stored.id), "name": "Bob", "email": USER,
+                         "replyTo": [{"name": "Sales", "email": SALES}], "bcc": None,
+                         "textSignature": "", "htmlSignature": "", "mayDelete": True, "sortOrder": 1}
 
 
 def test_identity_get_by_ids_and_properties(jmap, world):

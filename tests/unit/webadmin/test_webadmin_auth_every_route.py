@@ -28,10 +28,13 @@ with warnings.catch_warnings():
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.droplist.memory import MemoryDropList
+from mailserver.identities.memory import MemoryCustomIdentityStore
+from mailserver.identities.repository import IdentityRepository
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import memory_context
 from mailserver.queue.memory import MemoryMailQueueFactory
 from mailserver.repository.memory import MemoryMailRepositoryStore
+from mailserver.rrt.can_send_from import CanSendFrom
 from mailserver.serving.connections import ConnectionRegistry
 from mailserver.sieve.quota import MemorySieveQuotas
 from mailserver.tasks.builtin.migration import SchemaVersions
@@ -71,6 +74,7 @@ def full_app(auth: AuthConfig | None = None):
                        schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14),   # type: ignore[arg-type]
                        droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas(), connections=ConnectionRegistry(),
                        vacations=MemoryVacationRepository())
+    ctx.identities = IdentityRepository(MemoryCustomIdentityStore(), CanSendFrom(ctx.rrt).addresses)
     return create_app(ctx)
 
 
