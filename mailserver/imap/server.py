@@ -39,6 +39,7 @@ from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.connection_caps import ConnectionCaps
 from mailserver.serving.connections import ConnectionDescription, on_loop
 from mailserver.serving.server_thread import AsyncServerThread
+from mailserver.serving.tls import reload_certificate
 from mailserver.users.api import UsersRepository
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,9 @@ class ImapServer:
         log.info("IMAP server listening on %s:%s", self.config.host, self.port)
 
     # -- WebAdmin's /servers/channels (serving.connections): on this server's loop -------------------
+    def reload_certificate(self) -> bool:
+        return reload_certificate(self.tls_context, self.config.tls_cert, self.config.tls_key)
+
     def describe_connections(self) -> list[ConnectionDescription]:
         return on_loop(self._loop, lambda: [s.describe() for s in self.sessions])
 

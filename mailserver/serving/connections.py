@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
 ON_LOOP_TIMEOUT = 5.0   # seconds; a loop that does not answer in that time is stalled anyway
@@ -39,6 +40,17 @@ class ConnectionSource(Protocol):
         """Close the sessions of these users (None: every session)."""
 
 
+@runtime_checkable
+class CertificateReloadable(Protocol):
+    """A server whose TLS key pair can be loaded again (James's ``CertificateReloadable``)."""
+
+    port: int | None
+    tls_context: ssl.SSLContext | None
+
+    def reload_certificate(self) -> bool:
+        """False when the server has no TLS."""
+
+
 class ConnectionRegistry:
     """The servers of this process; WebAdmin asks them all."""
 
@@ -54,6 +66,11 @@ class ConnectionRegistry:
         with self._lock:
             sources = list(self._sources)
         return [c for source in sources for c in source.describe_connections()]
+
+    def reloadable(self) -> list[CertificateReloadable]:
+        """The servers of this process that have TLS."""
+        with self._lock:
+            return [s for s in self._sources if isinstance(s, CertificateReloadable) and s.tls_context is not None]
 
     def disconnect(self, usernames: frozenset[str] | None) -> None:
         with self._lock:

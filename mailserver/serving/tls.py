@@ -14,3 +14,12 @@ def server_tls_context(cert: Path | str | None, key: Path | str | None) -> ssl.S
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(str(cert), str(key))
     return context
+
+
+def reload_certificate(context: ssl.SSLContext | None, cert: Path | str | None, key: Path | str | None) -> bool:
+    """Loads the key pair again into the live context (James's ``reloadSSLCertificate``): new
+    handshakes use it, open sessions keep theirs. False when the server has no TLS."""
+    if context is None or cert is None or key is None:
+        return False
+    context.load_cert_chain(str(cert), str(key))
+    return True

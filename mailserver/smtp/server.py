@@ -47,6 +47,7 @@ from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.security.auth_throttle import AuthThrottle
 from mailserver.serving.connections import ConnectionDescription, on_loop
 from mailserver.serving.server_thread import AsyncServerThread
+from mailserver.serving.tls import reload_certificate
 from mailserver.smtp.backpressure import (
     BackPressure,
     HealthCondition,
@@ -406,6 +407,9 @@ class SmtpServer:
         self._server = await loop.create_server(self._protocol, host=self.config.host, port=self.config.port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("SMTP server listening on %s:%s", self.config.host, self.port)
+
+    def reload_certificate(self) -> bool:
+        return reload_certificate(self.tls_context, self.config.tls_cert, self.config.tls_key)
 
     def describe_connections(self) -> list[ConnectionDescription]:
         return on_loop(self._loop, lambda: [s.describe() for s in self._sessions])

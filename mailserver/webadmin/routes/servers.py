@@ -1,5 +1,6 @@
 """``/servers/channels`` and ``/servers/connectedUsers`` (James's ``ProtocolServerRoutes``): the IMAP
-and SMTP sessions of this node, listed with James's channel descriptions and closed on request.
+and SMTP sessions of this node, listed with James's channel descriptions and closed on request;
+``POST /servers?reload-certificate`` loads the TLS key pair of this node's servers again.
 
 Only this node's sessions: James's distributed disconnector also tells the other nodes (through
 RabbitMQ); here each node is asked on its own WebAdmin.
@@ -13,10 +14,11 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from mailserver.model.address import InvalidAddress, Username
 from mailserver.serving.connections import ConnectionDescription, ConnectionRegistry
-from mailserver.webadmin.errors import bad_request
+from mailserver.webadmin.errors import NOT_FOUND, WebAdminError, bad_request
 
 NO_CONTENT = 204
 SPECIFIC = "protocolSpecificInformation."
@@ -25,6 +27,21 @@ ULONG_MAX = 2**64 - 1
 
 def router(connections: ConnectionRegistry) -> APIRouter:
     api = APIRouter(tags=["servers"])
+
+    @api.post("/servers", status_code=NO_CONTENT,
+              summary="?reload-certificate[&port=N]: load the TLS key pair of this node's SMTP and IMAP servers "
+                      "again (new handshakes use it; open sessions keep theirs)")
+    async def reload_certificates(request: Request) -> Response:
+        if "reload-certificate" not in request.query_params:
+            raise bad_request("'reload-certificate' query parameter shall be specified")
+        port = _port(request.query_params.get("port"))
+        servers = connections.reloadable()
+        if not servers:
+            raise WebAdminError(400, "No servers configured, nothing to reload", type_=NOT_FOUND)
+        for server in servers:
+            if port is None or server.port == port:
+                await run_in_threadpool(server.reload_certificate)
+        return Response(status_code=NO_CONTENT)
 
     @api.get("/servers/channels", summary="Every IMAP and SMTP session of this node")
     def channels(limit: str | None = Query(None), offset: str | None = Query(None),
@@ -95,6 +112,15 @@ def _instant(when: dt.datetime | None) -> str | None:
         return text + "Z"
     fraction = f"{micros:06d}"
     return f"{text}.{fraction[:3] if fraction.endswith('000') else fraction}Z"
+
+
+def _port(raw: str | None) -> int | None:
+    """James's ``Port.of(Integer.parseUnsignedInt(...))``: 1 to 65535."""
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) <= 65535:
+        raise bad_request(f"Invalid port: '{raw}'")
+    return int(raw)
 
 
 def _page(listed: list[dict[str, Any]], limit: str | None, offset: str | None, sort_by: str | None,
