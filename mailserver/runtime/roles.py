@@ -288,7 +288,9 @@ class WebAdminRole(HttpRole):
                  connections: ConnectionRegistry | None = None) -> None:
         import uvicorn
 
+        from mailserver.dlp.store import DlpConfigurationStore
         from mailserver.droplist.cassandra import CassandraDropList
+        from mailserver.eventsourcing.cassandra import CassandraEventStore
         from mailserver.identities.cassandra import CassandraCustomIdentityStore
         from mailserver.identities.repository import IdentityRepository
         from mailserver.sieve.cassandra_quota import CassandraSieveQuotas
@@ -317,6 +319,7 @@ class WebAdminRole(HttpRole):
                                   connections=connections, droplist=CassandraDropList(backends.session),
                                   sieve_quotas=CassandraSieveQuotas(backends.session),
                                   vacations=CassandraVacationRepository(backends.session),
+                                  dlp=DlpConfigurationStore(CassandraEventStore(backends.session)),
                                   identities=IdentityRepository(CassandraCustomIdentityStore(backends.session),
                                                                 CanSendFrom(backends.rrt).addresses),
                                   delegation=CassandraDelegationStore(backends.session, backends.users.contains),

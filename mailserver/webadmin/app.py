@@ -30,6 +30,7 @@ from mailserver.webadmin.routes import (
     cassandra_version,
     delegation,
     deleted_messages,
+    dlp,
     domains,
     droplist,
     event_bus_groups,
@@ -83,6 +84,8 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(servers.router(ctx.connections))
     if ctx.droplist is not None:
         app.include_router(droplist.router(ctx.droplist))
+    if ctx.dlp is not None:
+        app.include_router(dlp.router(ctx.dlp, ctx.domains))
     if ctx.identities is not None:
         app.include_router(identities.router(ctx.identities, ctx.users))
     if ctx.vacations is not None:

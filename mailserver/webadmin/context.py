@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mailserver.dlp.store import DlpConfigurationStore
 from mailserver.domains.api import DomainList
 from mailserver.droplist.api import DropList
 from mailserver.identities.repository import IdentityRepository
@@ -74,6 +75,7 @@ class WebAdminContext:
     delegation: DelegationStore | None = None           # /users/{u}/authorizedUsers (405 without it, as James)
     vacations: VacationRepository | None = None         # /vacation/{u}
     identities: IdentityRepository | None = None        # /users/{u}/identities
+    dlp: DlpConfigurationStore | None = None            # /dlp/rules
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
     # Request heads: 431 past these (server.ServerConfig reads them from the environment).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("settings", {"settings"}),
     ("backends", {"blob", "cassandra", "airflow"}),
     ("records", {"eventsourcing", "domains", "users", "rrt", "security", "droplist", "sieve", "vacation",
-                 "identities"}),
+                 "identities", "dlp"}),
     ("mailbox", {"events", "mailbox", "maintenance"}),
     ("mail services", {"queue", "search", "vault", "repository"}),
     ("protocols and processing", {"smtp", "imap", "jmap", "delivery", "mailets"}),

@@ -27,7 +27,9 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from mailserver.blob.memory import MemoryBlobStore
+from mailserver.dlp.store import DlpConfigurationStore
 from mailserver.droplist.memory import MemoryDropList
+from mailserver.eventsourcing.memory import MemoryEventStore
 from mailserver.identities.memory import MemoryCustomIdentityStore
 from mailserver.identities.repository import IdentityRepository
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
@@ -63,7 +65,7 @@ FAMILIES = {"healthcheck", "metrics", "domains", "users", "address", "domainMapp
             "mailboxes", "messages", "quota",   # the maintenance procedures (Airflow DAG runs)
             "events",   # event dead letters and groups (503 without an event bus)
             "deletedMessages",   # the deleted messages vault (503 without it)
-            "droplist", "sieve", "servers", "vacation"}
+            "droplist", "sieve", "servers", "vacation", "dlp"}
 
 
 def full_app(auth: AuthConfig | None = None):
@@ -73,7 +75,7 @@ def full_app(auth: AuthConfig | None = None):
                        mailboxes=memory_context(MemoryBlobStore()).manager, subscriptions=MemorySubscriptionStore(),
                        schema_versions=SchemaVersions(FakeSchemaSession(12), {}, 14),   # type: ignore[arg-type]
                        droplist=MemoryDropList(), sieve_quotas=MemorySieveQuotas(), connections=ConnectionRegistry(),
-                       vacations=MemoryVacationRepository())
+                       vacations=MemoryVacationRepository(), dlp=DlpConfigurationStore(MemoryEventStore()))
     ctx.identities = IdentityRepository(MemoryCustomIdentityStore(), CanSendFrom(ctx.rrt).addresses)
     return create_app(ctx)
 

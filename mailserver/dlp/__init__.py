@@ -1,0 +1,1 @@
+"""Data leak prevention rules per sender domain, as James's ``DLPConfigurationStore``."""
