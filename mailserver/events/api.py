@@ -53,6 +53,15 @@ class EventBus(ABC):
         """
         return False
 
+    def key_delivery_epoch(self) -> int | None:
+        """Which unbroken stretch of key delivery this is: None while ``key_delivery_live`` is False,
+        a new value after every reconnection (events dispatched meanwhile are lost to key listeners).
+
+        A caller that keeps state from key events (the IMAP selected mailbox) reads storage again
+        when the value it saw at registration changed.
+        """
+        return None
+
     @abstractmethod
     def dispatch(self, *events: MailboxEvent) -> None: ...
 

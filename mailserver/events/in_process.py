@@ -49,6 +49,9 @@ class InProcessEventBus(EventBus):
     def key_delivery_live(self) -> bool:
         return self.sees_every_writer
 
+    def key_delivery_epoch(self) -> int | None:
+        return 0 if self.sees_every_writer else None
+
     def dispatch(self, *events: MailboxEvent) -> None:
         for event in events:
             for listener in self.listeners:

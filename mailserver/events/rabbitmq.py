@@ -125,6 +125,10 @@ class RabbitMQEventBus(EventBus):
     def key_delivery_live(self) -> bool:
         return self._keys is not None and self._keys.connected.is_set()
 
+    def key_delivery_epoch(self) -> int | None:
+        keys = self._keys
+        return keys.epoch if keys is not None else None
+
     # -- dispatch ---------------------------------------------------------------------------------
     def declare(self) -> None:
         """The bus's exchanges and shared queue (idempotent; done once per process, lazily)."""

@@ -52,6 +52,9 @@ class KeyRegistrationHandler(threading.Thread):
         self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="key-listener")
         self.connected = threading.Event()
         self.connections = 0   # connections made so far (the first, then one per reconnection)
+        # The connection whose bindings are all in place (None between connections): a change
+        # tells key listeners' owners that events were lost meanwhile.
+        self.epoch: int | None = None
         self._stopping = threading.Event()
         self._connection: Any = None
         self._channel: Any = None
@@ -124,10 +127,12 @@ class KeyRegistrationHandler(threading.Thread):
             # After ``connected``: a key registered from now on schedules its own bind, one registered
             # before is in this list (binding twice is harmless).
             apply(channel, [key_binding(self.names, self.bus_id, key) for key in self.listeners.keys()])
+            self.epoch = self.connections
             while not self._stopping.is_set():
                 connection.process_data_events(time_limit=0.25)   # bounds how long ``stop`` waits
             channel.queue_delete(self.queue.name)   # as James's stop(): the node's keys leave with it
         finally:
+            self.epoch = None
             self.connected.clear()
             self._connection = self._channel = None
             if connection.is_open:

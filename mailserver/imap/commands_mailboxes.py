@@ -9,6 +9,7 @@ from typing import Any
 
 from mailserver.imap.list_request import parse_list
 from mailserver.imap.listing import Entry, list_entries
+from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normalize
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
 from mailserver.imap.response import astring, number, parse_date_time
@@ -18,6 +19,7 @@ from mailserver.imap.status_items import parse_status_items
 from mailserver.mailbox.errors import MailboxNotFound, MaintenanceMode
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import DELIMITER, INBOX, MailboxPath
+from mailserver.model.message import MessageMetadata
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +74,16 @@ class MailboxCommands(SessionBase):
                     raise ParseError(f"unknown SELECT parameter {p!r}")
             self.condstore = True
         previous = self.selected or self.left_by_failed_select
+        feed, self.feed = self.feed, None
         self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected
         self.left_by_failed_select = previous
         path = self.path(name)
-        selected = await self.blocking(self._open, path, read_only)
+        try:
+            selected, self.feed = await self.blocking(self._open, path, read_only, feed)
+        finally:
+            if self.feed is None and feed is not None:
+                self.feed = feed
+                self._drop_feed()
         self.left_by_failed_select = None
         if previous is not None:
             selected.keep_recent(previous)
@@ -94,16 +102,32 @@ class MailboxCommands(SessionBase):
         self.selected, self.state = selected, State.SELECTED
         return f"OK [{'READ-ONLY' if read_only else 'READ-WRITE'}] {'EXAMINE' if read_only else 'SELECT'} completed"
 
-    def _open(self, path: MailboxPath, read_only: bool) -> SelectedMailbox:
-        """Blocking: load the mailbox; a read-write SELECT takes the \\Recent flags (James does the same)."""
+    def _open(self, path: MailboxPath, read_only: bool,
+              feed: MailboxFeed | None) -> tuple[SelectedMailbox, MailboxFeed | None]:
+        """Blocking: load the mailbox; a read-write SELECT takes the \\Recent flags (James does the same).
+
+        Its events are listened to first (``feed``, the previous selection's, serves again for the
+        same mailbox), so that a change made while it is read is not missed."""
         manager = self.manager
         mailbox = manager.get_mailbox(path)
-        state = manager.mailbox_state(path)
-        messages = manager.get_messages(path)
-        recent = [m.uid for m in messages if m.flags.has(SystemFlag.RECENT)]
-        selected = SelectedMailbox(mailbox, path, read_only=read_only, messages=messages, state=state, recent=recent)
-        self._claim_recent(selected, recent)
-        return selected
+        if feed is not None and feed.mailbox_id == mailbox.id:
+            feed.resynced()
+        else:
+            if feed is not None:
+                feed.stop()
+            feed = self._listen(mailbox.id)
+        try:
+            state = manager.mailbox_state(path)
+            messages = manager.get_messages(path)
+            recent = [m.uid for m in messages if m.flags.has(SystemFlag.RECENT)]
+            selected = SelectedMailbox(mailbox, path, read_only=read_only, messages=messages, state=state,
+                                       recent=recent)
+            self._claim_recent(selected, recent)
+        except BaseException:
+            if feed is not None:
+                feed.stop()
+            raise
+        return selected, feed
 
     def _claim_recent(self, selected: SelectedMailbox, uids: list[int]) -> None:
         """Blocking: this session is told these messages are \\Recent, so no other session will be:
@@ -133,6 +157,7 @@ class MailboxCommands(SessionBase):
         await self.blocking(self.manager.delete_mailbox, path, keep_children=True)
         if self.selected is not None and self.selected.path == path:
             self.selected, self.state = None, State.AUTHENTICATED   # James deselects; the session goes on
+            self._drop_feed()
         return "OK DELETE completed"
 
     async def cmd_rename(self, command: Command, args: Args) -> str:
@@ -279,16 +304,18 @@ class MailboxCommands(SessionBase):
         selected = self.selected if self.selected is not None and self.selected.path == path else None
         stored_flags = flags if selected is not None else Flags(flags.system | {SystemFlag.RECENT}, flags.user)
 
-        def append() -> tuple[int, int, Any]:
+        def append() -> tuple[int, MessageMetadata, Any]:
             try:
                 mailbox = self.manager.get_mailbox(path)
             except MailboxNotFound:
                 raise No(f"mailbox {name} does not exist", "TRYCREATE") from None
             result = self.manager.append(path, message.stream(), internal_date=when, flags=stored_flags)
-            return mailbox.uid_validity, result.id.uid, mailbox.id
+            return mailbox.uid_validity, result.metadata, mailbox.id
 
-        uid_validity, uid, mailbox_id = await self.blocking(append)
-        if selected is not None:
+        uid_validity, appended, mailbox_id = await self.blocking(append)
+        uid = appended.uid
+        if selected is not None and selected.mailbox.id == mailbox_id:
             selected.recent.add(uid)
+            selected.note_added([appended])   # what its event would make the session read again
         self.server.watcher.changed(mailbox_id)
         return f"OK [APPENDUID {uid_validity} {uid}] APPEND completed"

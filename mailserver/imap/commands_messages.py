@@ -63,6 +63,7 @@ class MessageCommands(SessionBase):
 
     async def _deselect(self) -> None:
         self.selected, self.state = None, State.AUTHENTICATED
+        self._drop_feed()
 
     async def cmd_close(self, command: Command, args: Args) -> str:
         args.end()

@@ -1,12 +1,14 @@
 """The selected mailbox of a session: sequence number <-> uid map and what changed since last told.
 
-The session knows each message's metadata as it last reported it. ``apply`` compares that with
-a fresh listing and returns the untagged responses RFC 3501 §7.3-7.4 asks for: EXPUNGE (each one
-shifts the numbers after it, so they are sent in ascending order, each after the removal of the
-previous), EXISTS and RECENT for new messages, FETCH FLAGS for flags changed elsewhere.
+The session knows each message's metadata as it last reported it. Changes are noted as they are
+learnt, from the mailbox's events (``note_expunged``, ``note_flags``, ``note_added``) or from a
+fresh listing (``apply``, after the event bus lost events), and ``report`` returns the untagged
+responses RFC 3501 §7.3-7.4 asks for: EXPUNGE (each one shifts the numbers after it, so they are
+sent in ascending order, each after the removal of the previous), EXISTS and RECENT for new
+messages, FETCH FLAGS for flags changed elsewhere.
 
-EXPUNGE must not be sent during FETCH, STORE and SEARCH (RFC 3501 §7.4.1): those commands call
-``apply(..., expunges=False)``; the vanished messages stay numbered until a later command.
+EXPUNGE must not be sent during FETCH, STORE and SEARCH (RFC 3501 §7.4.1): those commands report
+with ``expunges=False``; the vanished messages stay numbered until a later command.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class SelectedMailbox:
         self.recent: set[int] = set(recent)
         self.user_flags: set[str] = {f for m in messages for f in m.flags.user}
         self.gone: set[int] = set()     # expunged elsewhere, not yet announced
+        self._added: list[MessageMetadata] = []   # new messages, not yet announced (ascending uids)
+        self._told_flags: dict[int, MessageMetadata] = {}   # uid -> as last told, for flags changed since
+        self.arrived_recent: list[int] = []   # reported as \\Recent: for the session to claim
+        # ``state`` as read from storage (False: estimated from events, a resync lists the mailbox)
+        self.state_exact = True
 
     def keep_recent(self, previous: SelectedMailbox) -> None:
         """SELECT of the mailbox this session already has selected: the messages it was told are
@@ -69,11 +76,53 @@ class SelectedMailbox:
                 self.known[update.uid] = replace(current, flags=update.new_flags, mod_seq=update.mod_seq)
                 self.user_flags |= set(update.new_flags.user)
 
-    def apply(self, fresh: list[MessageMetadata], state: MailboxState, *, expunges: bool, with_uid: bool,
-              with_modseq: bool) -> list[bytes]:
-        out: list[bytes] = []
+    def apply(self, fresh: list[MessageMetadata], state: MailboxState) -> None:
+        """A fresh listing of the whole mailbox and its state: note what differs (``report`` tells it)."""
         by_uid = {m.uid: m for m in fresh}
         self.gone |= {uid for uid in self.uids if uid not in by_uid}
+        self._note_flags(by_uid[uid] for uid in self.uids if uid in by_uid)
+        self.note_added(fresh)
+        self.state, self.state_exact = state, True
+
+    # -- what changed, from events or a listing; told by ``report`` --------------------------------
+    def note_expunged(self, uids: Iterable[int]) -> None:
+        self.gone |= set(uids) & self.known.keys()
+        self.state_exact = False
+
+    def is_new(self, uid: int) -> bool:
+        """Whether a message of that uid would be an addition (none after it known, nor itself)."""
+        last = max(self.uids[-1] if self.uids else 0, self._added[-1].uid if self._added else 0)
+        return uid > last
+
+    def note_flags(self, updates: Iterable[UpdatedFlags]) -> None:
+        """Flag changes from events: only those newer than what this session knows count (an event
+        may come after a listing that already had it)."""
+        self._note_flags(replace(current, flags=u.new_flags, mod_seq=u.mod_seq) for u in updates
+                         if (current := self.known.get(u.uid)) is not None and u.mod_seq > current.mod_seq)
+
+    def _note_flags(self, messages: Iterable[MessageMetadata]) -> None:
+        for now in messages:
+            before = self.known[now.uid]
+            if now.mod_seq == before.mod_seq:
+                continue
+            self._told_flags.setdefault(now.uid, before)
+            self.known[now.uid] = now
+            self.state = replace(self.state, highest_modseq=max(self.state.highest_modseq, now.mod_seq))
+            self.state_exact = False
+
+    def note_added(self, messages: Iterable[MessageMetadata]) -> None:
+        """New messages (any order, known ones and those older than the last one ignored)."""
+        for m in sorted(messages, key=lambda m: m.uid):
+            if self.is_new(m.uid):
+                self._added.append(m)
+                self.state = replace(self.state, uid_next=max(self.state.uid_next, m.uid + 1),
+                                     highest_modseq=max(self.state.highest_modseq, m.mod_seq))
+                self.state_exact = False
+
+    def report(self, *, expunges: bool, with_uid: bool, with_modseq: bool) -> list[bytes]:
+        """The untagged responses for what was noted, in RFC 3501's order: EXPUNGE (only where
+        ``expunges`` allows), FLAGS for new keywords, EXISTS and RECENT, FETCH FLAGS."""
+        out: list[bytes] = []
         recent_removed = False
         if expunges and self.gone:
             recent_removed = bool(self.recent & self.gone)
@@ -84,37 +133,35 @@ class SelectedMailbox:
                 del self.uids[seq - 1]
                 self.known.pop(uid, None)
                 self.recent.discard(uid)
+                self._told_flags.pop(uid, None)
                 out.append(b"* %d EXPUNGE\r\n" % seq)
             self.gone.clear()
-        last = self.uids[-1] if self.uids else 0
-        added = [m for m in fresh if m.uid > last and m.uid not in self.known]
-        new_flags = {f for m in fresh for f in m.flags.user} - self.user_flags
+        added, self._added = self._added, []
+        changed = [self.known[uid] for uid in sorted(self._told_flags, key=self.seq_of_or_zero)
+                   if uid in self.known and uid not in self.gone]
+        before, self._told_flags = self._told_flags, {}
+        new_flags = {f for m in (*added, *changed) for f in m.flags.user} - self.user_flags
         if new_flags:
             self.user_flags |= new_flags
             out.append(self.flags_response())
-        changed = []
-        for uid in self.uids:
-            now = by_uid.get(uid)
-            before = self.known[uid]
-            if now is None or now.mod_seq == before.mod_seq:
-                continue
-            self.known[uid] = now
-            # Another session taking \\Recent is no news here (James finds that flag uninteresting too).
-            if _shown(now) != _shown(before) or with_modseq:
-                changed.append(now)
         for m in added:
             self.uids.append(m.uid)
             self.known[m.uid] = m
             if m.flags.has(SystemFlag.RECENT):
                 self.recent.add(m.uid)
+                self.arrived_recent.append(m.uid)
         if added:
             out.append(b"* %d EXISTS\r\n" % self.exists)
         if added or recent_removed:   # as James: the recent count also changes when a recent message goes
             out.append(b"* %d RECENT\r\n" % len(self.recent))
         for m in changed:
-            out.append(self.fetch_flags(m, with_uid=with_uid, with_modseq=with_modseq))
-        self.state = state
+            # Another session taking \\Recent is no news here (James finds that flag uninteresting too).
+            if _shown(m) != _shown(before[m.uid]) or with_modseq:
+                out.append(self.fetch_flags(m, with_uid=with_uid, with_modseq=with_modseq))
         return out
+
+    def seq_of_or_zero(self, uid: int) -> int:
+        return self.seq_of(uid) or 0
 
     def fetch_flags(self, m: MessageMetadata, *, with_uid: bool, with_modseq: bool) -> bytes:
         seq = self.seq_of(m.uid)

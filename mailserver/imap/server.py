@@ -56,6 +56,7 @@ class ImapServer:
         self.users = users
         self.subscriptions = subscriptions or MemorySubscriptionStore()
         self.maintenance = maintenance
+        self.bus = bus
         self.metrics = metrics
         self.auth_throttle = auth_throttle or AuthThrottle.off()
         self.tls_context = config.tls_context()

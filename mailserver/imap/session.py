@@ -27,6 +27,7 @@ from mailserver import randomness
 from mailserver.imap.commands_mailboxes import MailboxCommands
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.commands_quota import QuotaCommands
+from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
 from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge, NonSyncLiteralRefused
 from mailserver.imap.response import quoted
@@ -45,7 +46,8 @@ from mailserver.mailbox.errors import (
 )
 from mailserver.mailbox.hooks import PreDeletionHookFailed
 from mailserver.model.address import InvalidAddress, Username
-from mailserver.model.flags import SystemFlag
+from mailserver.model.events import Added, Expunged, FlagsUpdated, MailboxDeletion, MailboxEvent, MailboxRenamed
+from mailserver.model.ids import MailboxId
 from mailserver.model.mailbox import INBOX, InvalidMailboxName, MailboxPath, printable
 from mailserver.observability.logging import mdc
 from mailserver.serving.connection_caps import Over
@@ -88,12 +90,14 @@ NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH"}
 class Session(MailboxCommands, MessageCommands, QuotaCommands):
     def __init__(self, server: ImapServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.server = server
+        self.loop = asyncio.get_running_loop()   # sessions are made by the server's connection handler
         self.config = server.config
         self.manager = server.manager
         self.reader, self.writer = reader, writer
         self.state = State.NOT_AUTHENTICATED
         self.user: Username | None = None
         self.selected: SelectedMailbox | None = None
+        self.feed: MailboxFeed | None = None
         self.left_by_failed_select: SelectedMailbox | None = None
         self.tls = writer.get_extra_info("sslcontext") is not None
         self.condstore = False
@@ -208,6 +212,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
             pass
 
     def close(self) -> None:
+        self._drop_feed()
         if not self.writer.is_closing():
             self.writer.close()
 
@@ -328,27 +333,81 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
             return f"NO [SERVERBUG] {command.name} failed on the server; see its log (session {self.session_id})"
 
     async def _refresh(self, *, expunges: bool, uid: bool = True) -> None:
-        """Untagged updates of the selected mailbox (cheap when nothing changed: one state read)."""
+        """Untagged updates of the selected mailbox: from the events the bus pushed since the last
+        command (no storage read, but for the metadata of new messages), or, when the bus may have
+        lost some, from storage (one state read; the listing when the state changed)."""
         selected = self.selected
         assert selected is not None
+        feed = self.feed
+        if feed is not None and feed.trusted:
+            events = feed.drain()
+            if events:
+                await self._take_events(selected, events)
+        else:
+            await self._resync(selected)
+        lines = selected.report(expunges=expunges, with_uid=True, with_modseq=self.condstore)
+        # Messages that arrived while selected are this session's \Recent ones: claim them.
+        arrived, selected.arrived_recent = selected.arrived_recent, []
+        if arrived:
+            await self.blocking(self._claim_recent, selected, arrived)
+        if lines:
+            await self.send(b"".join(lines))
+
+    async def _take_events(self, selected: SelectedMailbox, events: list[MailboxEvent]) -> None:
+        added: list[int] = []
+        for event in events:
+            if isinstance(event, Added):
+                added += [m.uid for m in event.added]
+            elif isinstance(event, Expunged):
+                selected.note_expunged(m.uid for m in event.expunged)
+            elif isinstance(event, FlagsUpdated):
+                selected.note_flags(event.updated)
+            elif isinstance(event, MailboxRenamed):
+                selected.path = event.new_path
+            elif isinstance(event, MailboxDeletion):
+                self.selected, self.state = None, State.AUTHENTICATED
+                self._drop_feed()
+                raise Bye("The selected mailbox was deleted")
+        new = [u for u in added if selected.is_new(u)]
+        if new:   # the events lack the blob ids FETCH needs: read those messages only
+            fresh = await self.blocking(self.manager.get_messages, selected.path, min(new), max(new))
+            selected.note_added(m for m in fresh if m.uid in set(new))
+
+    async def _resync(self, selected: SelectedMailbox) -> None:
+        """Read the mailbox's state, and its listing when the state changed (the bus may have lost events)."""
+        if self.feed is not None:
+            self.feed.resynced()   # before the reads: what comes after them arrives as events again
         try:
             state = await self.blocking(self.manager.mailbox_state, selected.path)
         except MailboxNotFound:
             renamed = await self._follow_rename(selected)
             if renamed is None:
                 self.selected, self.state = None, State.AUTHENTICATED
+                self._drop_feed()
                 raise Bye("The selected mailbox was deleted") from None
             state = await self.blocking(self.manager.mailbox_state, selected.path)
-        if state == selected.state and not (expunges and selected.gone):
+        if state == selected.state and selected.state_exact:
             return
         fresh = await self.blocking(self.manager.get_messages, selected.path)
-        lines = selected.apply(fresh, state, expunges=expunges, with_uid=True, with_modseq=self.condstore)
-        # Messages that arrived while selected are this session's \Recent ones: claim them.
-        arrived = [m.uid for m in fresh if m.flags.has(SystemFlag.RECENT) and m.uid in selected.recent]
-        if arrived:
-            await self.blocking(self._claim_recent, selected, arrived)
-        if lines:
-            await self.send(b"".join(lines))
+        selected.apply(fresh, state)
+
+    def _listen(self, mailbox_id: MailboxId) -> MailboxFeed | None:
+        bus = self.server.bus
+        if bus is None:
+            return None
+        feed = MailboxFeed(bus, mailbox_id, self.loop)
+        feed.start()
+        return feed
+
+    def _drop_feed(self) -> None:
+        """Stop the selected mailbox's events (the broker's unbind runs on a pool thread)."""
+        feed, self.feed = self.feed, None
+        if feed is None:
+            return
+        try:
+            asyncio.get_running_loop().run_in_executor(None, feed.stop)
+        except RuntimeError:   # no loop any more: the server stopped
+            feed.stop()
 
     async def _follow_rename(self, selected: SelectedMailbox) -> MailboxPath | None:
         try:
@@ -492,12 +551,20 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                 selected = self.selected
                 change = None
                 waiting: set[asyncio.Future] = {line_task}
+                timeout = deadline - loop.time()
+                pushed = False
                 if selected is not None:
-                    change = asyncio.ensure_future(self.server.watcher.wait(selected.mailbox.id, selected.path,
-                                                                            selected.state))
+                    feed = self.feed
+                    if feed is not None and feed.trusted:
+                        # The events come to the feed; look again now and then whether the bus lost some.
+                        pushed = True
+                        change = asyncio.ensure_future(feed.arrived.wait())
+                        timeout = min(timeout, self.config.idle_poll_interval)
+                    else:
+                        change = asyncio.ensure_future(self.server.watcher.wait(selected.mailbox.id, selected.path,
+                                                                                selected.state))
                     waiting.add(change)
-                done, _ = await asyncio.wait(waiting, timeout=max(0.0, deadline - loop.time()),
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waiting, timeout=max(0.0, timeout), return_when=asyncio.FIRST_COMPLETED)
                 if change is not None and change not in done:
                     change.cancel()
                 if line_task in done:
@@ -505,7 +572,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                     if line.strip().upper() != b"DONE":
                         raise ParseError("IDLE ends with DONE")
                     return "OK IDLE terminated"
-                if change is not None and change in done:
+                if change is not None and (change in done or (pushed and loop.time() < deadline)):
                     try:
                         await self._refresh(expunges=True)
                     except (Bye, ConnectionError):

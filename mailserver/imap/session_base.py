@@ -11,10 +11,12 @@ import asyncio
 from enum import Enum
 from typing import Any
 
+from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.parser import Args
 from mailserver.imap.selected import SelectedMailbox
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.model.address import Username
+from mailserver.model.ids import MailboxId
 from mailserver.model.mailbox import MailboxPath
 
 
@@ -51,6 +53,7 @@ class SessionBase:
     state: State
     user: Username | None
     selected: SelectedMailbox | None
+    feed: MailboxFeed | None   # the selected mailbox's events, while the bus brings them
     # The mailbox a failed SELECT left: its \\Recent messages stay this session's if it is selected
     # again (James keeps it selected then, RFC 3501 6.3.1 wants none selected).
     left_by_failed_select: SelectedMailbox | None
@@ -66,6 +69,14 @@ class SessionBase:
 
     async def _refresh(self, *, expunges: bool, uid: bool = True) -> None:
         """Send the untagged updates of the selected mailbox."""
+        raise NotImplementedError
+
+    def _listen(self, mailbox_id: MailboxId) -> MailboxFeed | None:
+        """Blocking: a feed registered on the mailbox's events (None without an event bus)."""
+        raise NotImplementedError
+
+    def _drop_feed(self) -> None:
+        """Stop listening to the selected mailbox's events."""
         raise NotImplementedError
 
     def path(self, name: str) -> MailboxPath:

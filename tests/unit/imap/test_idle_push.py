@@ -35,7 +35,8 @@ def test_idle_is_woken_by_a_delivery_through_the_bus_at_once_without_polling():
         assert world.thread.server.watcher.polls == 0
         raw.send(b"DONE\r\n")
         raw.until_tagged(b"i")
-        eventually(lambda: not bus.key_listeners.keys(), timeout=5)   # IDLE over: the key is unregistered
+        raw.command(b"c", b"CLOSE")
+        eventually(lambda: not bus.key_listeners.keys(), timeout=5)   # none selected: the key is unregistered
     finally:
         world.thread.stop()
 
