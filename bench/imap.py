@@ -178,8 +178,10 @@ class World:
             list(pool.map(provision, self.users))
         self.seed_seconds = time.perf_counter() - t0
         # Every bench client comes from 127.0.0.1: the per-address cap would refuse the 51st.
+        # bus=: the selected mailboxes follow their events, as the imap role's do on RabbitMQ; this
+        # process is the only writer, so its in-process bus brings every change (live key delivery).
         self.server = ImapServer(ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None), ctx.manager,
-                                 repo, subscriptions=subscriptions)
+                                 repo, subscriptions=subscriptions, bus=ctx.bus)
         self.thread = ImapServerThread(self.server).start()
         self._exits.callback(self.thread.stop)
 
@@ -193,7 +195,10 @@ class World:
         session, blobs = self._exits.enter_context(scratch_backends(stack_endpoints()))
         domains = CassandraDomainList(session)
         domains.add(self.domain)
-        return (cassandra_context(session, blobs), CassandraUsersRepository(session, domains),
+        from mailserver.events.in_process import InProcessEventBus
+
+        return (cassandra_context(session, blobs, InProcessEventBus(sees_every_writer=True)),
+                CassandraUsersRepository(session, domains),
                 CassandraSubscriptionStore(session))
 
     def _memory(self):
@@ -202,7 +207,10 @@ class World:
         from mailserver.mailbox.wiring import memory_context
         from mailserver.users.memory import MemoryUsersRepository
 
-        return memory_context(MemoryBlobStore()), MemoryUsersRepository(MemoryDomainList([self.domain])), None
+        from mailserver.events.in_process import InProcessEventBus
+
+        return (memory_context(MemoryBlobStore(), InProcessEventBus(sees_every_writer=True)),
+                MemoryUsersRepository(MemoryDomainList([self.domain])), None)
 
     def close(self) -> None:
         self._exits.close()
@@ -222,6 +230,33 @@ def run_load(world: World, connections: int, duration: float, size: int, process
     errors = [e for r in results for e in r[1]]
     return {"connections": connections, "duration": duration, "samples": samples, "errors": errors,
             "server_cpu": time.process_time() - cpu0, "load": (load0, os.getloadavg()[0]), "late": late}
+
+
+class ThreadProfiles:
+    """One cProfile per thread started from now on (the server's loop and its pool), summed at the end."""
+
+    def __init__(self) -> None:
+        import cProfile
+
+        self.profiles: list = []
+
+        def start(*_: object) -> None:
+            profile = cProfile.Profile()
+            self.profiles.append(profile)
+            profile.enable()   # replaces this hook in the thread
+
+        threading.setprofile(start)
+
+    def write(self, path: Path) -> None:
+        import io
+        import pstats
+
+        threading.setprofile(None)   # type: ignore[arg-type]
+        out = io.StringIO()
+        stats = pstats.Stats(*self.profiles, stream=out)
+        stats.sort_stats("cumulative").print_stats(60)
+        stats.sort_stats("tottime").print_stats(40)
+        path.write_text(out.getvalue())
 
 
 # ---------------------------------------------------------------------------- report
@@ -295,7 +330,10 @@ def main() -> int:
     parser.add_argument("--backends", default="cassandra", help="cassandra, memory or both (comma-separated)")
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile every server thread, top functions to FILE "
+                        "(slows the server down: not a run to quote figures from)")
     args = parser.parse_args()
+    profiles = ThreadProfiles() if args.profile else None
     loads = [int(c) for c in args.connections.split(",")]
     started = datetime.now(UTC)
     worlds: dict[str, tuple[World, list[dict]]] = {}
@@ -313,6 +351,8 @@ def main() -> int:
         finally:
             world.close()
         worlds[backend] = (world, runs)
+    if profiles is not None:
+        profiles.write(Path(args.profile))
     lines = section(args, worlds, started)
     print("\n".join(lines))
     if args.record:

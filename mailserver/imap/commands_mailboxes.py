@@ -129,7 +129,7 @@ class MailboxCommands(SessionBase):
             raise
         return selected, feed
 
-    def _claim_recent(self, selected: SelectedMailbox, uids: list[int]) -> None:
+    def _claim_recent(self, selected: SelectedMailbox, uids: list[int], *, read_state: bool = True) -> None:
         """Blocking: this session is told these messages are \\Recent, so no other session will be:
         the stored flag (Cassandra's mailboxRecents, shared by every node) is taken off, as James's
         read-write SELECT does. EXAMINE leaves it for the next session."""
@@ -138,7 +138,8 @@ class MailboxCommands(SessionBase):
         try:
             selected.flags_updated(self.manager.set_flags(selected.path, Flags.of(SystemFlag.RECENT),
                                                           FlagsUpdateMode.REMOVE, uids))
-            selected.state = self.manager.mailbox_state(selected.path)
+            if read_state:   # else the state is the events' (the claim's own event changes nothing)
+                selected.state = self.manager.mailbox_state(selected.path)
         except MaintenanceMode:
             pass   # stays \Recent for the next session: harmless
 

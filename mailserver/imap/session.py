@@ -339,7 +339,8 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         selected = self.selected
         assert selected is not None
         feed = self.feed
-        if feed is not None and feed.trusted:
+        pushed = feed is not None and feed.trusted
+        if feed is not None and pushed:
             events = feed.drain()
             if events:
                 await self._take_events(selected, events)
@@ -349,7 +350,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         # Messages that arrived while selected are this session's \Recent ones: claim them.
         arrived, selected.arrived_recent = selected.arrived_recent, []
         if arrived:
-            await self.blocking(self._claim_recent, selected, arrived)
+            await self.blocking(self._claim_recent, selected, arrived, read_state=not pushed)
         if lines:
             await self.send(b"".join(lines))
 
