@@ -204,10 +204,9 @@ class World:
     def _memory(self):
         from mailserver.blob.memory import MemoryBlobStore
         from mailserver.domains.memory import MemoryDomainList
+        from mailserver.events.in_process import InProcessEventBus
         from mailserver.mailbox.wiring import memory_context
         from mailserver.users.memory import MemoryUsersRepository
-
-        from mailserver.events.in_process import InProcessEventBus
 
         return (memory_context(MemoryBlobStore(), InProcessEventBus(sees_every_writer=True)),
                 MemoryUsersRepository(MemoryDomainList([self.domain])), None)

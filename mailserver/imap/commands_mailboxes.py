@@ -73,11 +73,15 @@ class MailboxCommands(SessionBase):
                 if str(p).upper() != "CONDSTORE":
                     raise ParseError(f"unknown SELECT parameter {p!r}")
             self.condstore = True
+        path = self.path(name)
+        if self.selected is not None:
+            reopened = await self._reopen(self.selected, path, read_only)
+            if reopened is not None:
+                return await self._selected(reopened, read_only)
         previous = self.selected or self.left_by_failed_select
         feed, self.feed = self.feed, None
         self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected
         self.left_by_failed_select = previous
-        path = self.path(name)
         try:
             selected, self.feed = await self.blocking(self._open, path, read_only, feed)
         finally:
@@ -87,6 +91,10 @@ class MailboxCommands(SessionBase):
         self.left_by_failed_select = None
         if previous is not None:
             selected.keep_recent(previous)
+        return await self._selected(selected, read_only)
+
+    async def _selected(self, selected: SelectedMailbox, read_only: bool) -> str:
+        """Tell the SELECT/EXAMINE response of the mailbox now selected."""
         recent = len(selected.recent)
         # The order of RFC 3501's SELECT example, as James sends it.
         lines = [selected.flags_response(), b"* %d EXISTS\r\n" % selected.exists, b"* %d RECENT\r\n" % recent,

@@ -141,7 +141,7 @@ class MessageCommands(SessionBase):
 
     def _content(self, meta: MessageMetadata) -> Content:
         manager = self.manager
-        return Content(meta, manager.read_header, lambda m: manager.read_message(m.message_id))
+        return Content(meta, self.server.read_header, lambda m: manager.read_message(m.message_id))
 
     # -- FETCH ----------------------------------------------------------------------------------------
     async def cmd_fetch(self, command: Command, args: Args) -> str:

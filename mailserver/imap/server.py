@@ -29,6 +29,7 @@ from contextlib import contextmanager
 
 from mailserver.events.api import EventBus
 from mailserver.imap.config import ImapConfig
+from mailserver.imap.header_cache import HeaderCache
 from mailserver.imap.session import Session
 from mailserver.imap.watcher import MailboxWatcher
 from mailserver.mailbox.manager import MailboxManager, MailboxState
@@ -57,6 +58,8 @@ class ImapServer:
         self.subscriptions = subscriptions or MemorySubscriptionStore()
         self.maintenance = maintenance
         self.bus = bus
+        self.headers = HeaderCache()
+        self.read_header = self.headers.reader(manager.read_header)
         self.metrics = metrics
         self.auth_throttle = auth_throttle or AuthThrottle.off()
         self.tls_context = config.tls_context()

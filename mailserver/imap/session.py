@@ -342,8 +342,10 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         pushed = feed is not None and feed.trusted
         if feed is not None and pushed:
             events = feed.drain()
-            if events:
-                await self._take_events(selected, events)
+            if events and not await self._take_events(selected, events):
+                self.selected, self.state = None, State.AUTHENTICATED
+                self._drop_feed()
+                raise Bye("The selected mailbox was deleted")
         else:
             await self._resync(selected)
         lines = selected.report(expunges=expunges, with_uid=True, with_modseq=self.condstore)
@@ -354,7 +356,8 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         if lines:
             await self.send(b"".join(lines))
 
-    async def _take_events(self, selected: SelectedMailbox, events: list[MailboxEvent]) -> None:
+    async def _take_events(self, selected: SelectedMailbox, events: list[MailboxEvent]) -> bool:
+        """Note the events' changes in ``selected``; False when the mailbox was deleted."""
         added: list[int] = []
         for event in events:
             if isinstance(event, Added):
@@ -366,13 +369,30 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
             elif isinstance(event, MailboxRenamed):
                 selected.path = event.new_path
             elif isinstance(event, MailboxDeletion):
-                self.selected, self.state = None, State.AUTHENTICATED
-                self._drop_feed()
-                raise Bye("The selected mailbox was deleted")
+                return False
         new = [u for u in added if selected.is_new(u)]
         if new:   # the events lack the blob ids FETCH needs: read those messages only
             fresh = await self.blocking(self.manager.get_messages, selected.path, min(new), max(new))
             selected.note_added(m for m in fresh if m.uid in set(new))
+        return True
+
+    async def _reopen(self, previous: SelectedMailbox, path: MailboxPath, read_only: bool) -> SelectedMailbox | None:
+        """SELECT of the mailbox already selected while its events are pushed: no listing, the state
+        only (read before the events are taken: a change after it shows in both). None: open it anew."""
+        feed = self.feed
+        if feed is None or not feed.trusted or previous.path != path:
+            return None
+        try:
+            previous.state = await self.blocking(self.manager.mailbox_state, path)
+        except MailboxNotFound:
+            return None   # opening it anew fails as a SELECT of a missing mailbox does
+        if not await self._take_events(previous, feed.drain()) or previous.path != path:
+            return None
+        selected = previous.reopened(read_only=read_only)
+        arrived = [uid for uid in selected.recent if uid not in previous.recent]
+        if arrived:
+            await self.blocking(self._claim_recent, selected, arrived)
+        return selected
 
     async def _resync(self, selected: SelectedMailbox) -> None:
         """Read the mailbox's state, and its listing when the state changed (the bus may have lost events)."""
