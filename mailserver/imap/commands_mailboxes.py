@@ -74,10 +74,6 @@ class MailboxCommands(SessionBase):
                     raise ParseError(f"unknown SELECT parameter {p!r}")
             self.condstore = True
         path = self.path(name)
-        if self.selected is not None:
-            reopened = await self._reopen(self.selected, path, read_only)
-            if reopened is not None:
-                return await self._selected(reopened, read_only)
         previous = self.selected or self.left_by_failed_select
         feed, self.feed = self.feed, None
         self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected

@@ -49,17 +49,6 @@ class SelectedMailbox:
         if previous.mailbox.id == self.mailbox.id:
             self.recent |= previous.recent & set(self.uids)
 
-    def reopened(self, *, read_only: bool) -> SelectedMailbox:
-        """The same mailbox selected again, from what this session knows: what was noted is folded
-        in silently (the SELECT response tells the counts). Its state is an estimate: a resync lists."""
-        added = self._added
-        messages = [self.known[uid] for uid in self.uids if uid not in self.gone] + added
-        recent = (self.recent - self.gone) | {m.uid for m in added if m.flags.has(SystemFlag.RECENT)}
-        again = SelectedMailbox(self.mailbox, self.path, read_only=read_only, messages=messages, state=self.state,
-                                recent=recent)
-        again.state_exact = False
-        return again
-
     # -- numbering ---------------------------------------------------------------------------
     @property
     def exists(self) -> int:

@@ -376,24 +376,6 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
             selected.note_added(m for m in fresh if m.uid in set(new))
         return True
 
-    async def _reopen(self, previous: SelectedMailbox, path: MailboxPath, read_only: bool) -> SelectedMailbox | None:
-        """SELECT of the mailbox already selected while its events are pushed: no listing, the state
-        only (read before the events are taken: a change after it shows in both). None: open it anew."""
-        feed = self.feed
-        if feed is None or not feed.trusted or previous.path != path:
-            return None
-        try:
-            previous.state = await self.blocking(self.manager.mailbox_state, path)
-        except MailboxNotFound:
-            return None   # opening it anew fails as a SELECT of a missing mailbox does
-        if not await self._take_events(previous, feed.drain()) or previous.path != path:
-            return None
-        selected = previous.reopened(read_only=read_only)
-        arrived = [uid for uid in selected.recent if uid not in previous.recent]
-        if arrived:
-            await self.blocking(self._claim_recent, selected, arrived)
-        return selected
-
     async def _resync(self, selected: SelectedMailbox) -> None:
         """Read the mailbox's state, and its listing when the state changed (the bus may have lost events)."""
         if self.feed is not None:

@@ -79,10 +79,6 @@ class SessionBase:
         """Stop listening to the selected mailbox's events."""
         raise NotImplementedError
 
-    async def _reopen(self, previous: SelectedMailbox, path: MailboxPath, read_only: bool) -> SelectedMailbox | None:
-        """SELECT of the selected mailbox from what the session knows (None: read it anew)."""
-        raise NotImplementedError
-
     def path(self, name: str) -> MailboxPath:
         """The user's mailbox of that name (``No`` when the name is invalid)."""
         raise NotImplementedError
