@@ -1,4 +1,5 @@
-"""Wake IDLE sessions when their mailbox changes (RFC 2177).
+"""Wake IDLE sessions when their mailbox changes (RFC 2177), for a session whose selected mailbox's
+events cannot be trusted (``mailbox_feed``: the bus is down or lost events since registration).
 
 Three sources, whichever comes first:
 
