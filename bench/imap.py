@@ -196,8 +196,12 @@ class World:
         domains = CassandraDomainList(session)
         domains.add(self.domain)
         from mailserver.events.in_process import InProcessEventBus
+        from mailserver.runtime.settings import ServeSettings
 
-        return (cassandra_context(session, blobs, InProcessEventBus(sees_every_writer=True)),
+        # The quota limits cached as the roles cache them by default (each APPEND reads them twice).
+        cache = ServeSettings.__dataclass_fields__["quota_limits_cache_seconds"].default
+        return (cassandra_context(session, blobs, InProcessEventBus(sees_every_writer=True),
+                                  quota_limits_cache_seconds=cache),
                 CassandraUsersRepository(session, domains),
                 CassandraSubscriptionStore(session))
 

@@ -64,8 +64,11 @@ def test_an_event_dispatched_on_one_node_reaches_a_key_listener_of_another_also_
     eventually(lambda: listener.handled, timeout=5)
     assert serialize_event(listener.handled[0]) == serialize_event(first)
 
+    assert receiver.key_delivery_epoch() == 1
     close_connection(vhost, f"mailboxEvent-eventbus-{receiver.bus_id}")   # its auto-delete queue goes with it
     eventually(lambda: receiver.keys.connections == 2 and receiver.key_delivery_live(), timeout=10)
+    # Events dispatched while it was down are lost to the key listeners: the epoch tells them.
+    eventually(lambda: receiver.key_delivery_epoch() == 2, timeout=10)
     sender.dispatch(dataclasses.replace(second, mailbox_id=first.mailbox_id))
 
     eventually(lambda: len(listener.handled) == 2, timeout=5)
