@@ -12,6 +12,7 @@ import pytest
 
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
+from mailserver.events.in_process import InProcessEventBus
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
 from mailserver.mailbox.wiring import memory_context
 from mailserver.model.passwords import PasswordHasher
@@ -65,12 +66,14 @@ class Conformance:
 
 @pytest.fixture(scope="module")
 def conformance(request: pytest.FixtureRequest) -> Iterator[Conformance]:
-    ctx = memory_context(MemoryBlobStore())
+    # One process writes: its bus brings every change, so the selected mailboxes follow their events
+    # (the imap role's path on RabbitMQ), as James's SelectedMailboxImpl.
+    ctx = memory_context(MemoryBlobStore(), InProcessEventBus(sees_every_writer=True))
     # James's default algorithm (1,000 rounds): the run logs in some 150 times, and the production
     # cost (about 0.3 s a hash) would be most of the module's time.
     users = MemoryUsersRepository(MemoryDomainList([DOMAIN]), hasher=PasswordHasher("PBKDF2-SHA512"))
     config = ImapConfig(port=0, auth_require_tls=False, idle_poll_interval=0.2)
-    thread = ImapServerThread(ImapServer(config, ctx.manager, users)).start()
+    thread = ImapServerThread(ImapServer(config, ctx.manager, users, bus=ctx.bus)).start()
     jar = open_scripts()
     started = time.monotonic()
     world = Conformance(thread.port, users, jar)
