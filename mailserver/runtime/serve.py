@@ -39,6 +39,7 @@ from mailserver.serving.connections import ConnectionRegistry
 from mailserver.tasks.builtin.dag_run import Polling
 from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
 from mailserver.tasks.builtin.registration import EventBusParts
+from mailserver.tasks.builtin.user_data import UserDataParts
 from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskSettings, cassandra_services
 
@@ -64,6 +65,16 @@ def vault_parts(settings: ServeSettings, backends: Backends, container: MailetCo
 
     return VaultParts(backends.vault, backends.mailbox.manager, settings.vault, backends.queues,
                       container.context.postmaster, CassandraSubscriptionStore(backends.session))
+
+
+def user_data_parts(backends: Backends) -> UserDataParts:
+    """The stores a ``DeleteUserDataTask`` walks on this node (the ones WebAdmin administers)."""
+    from mailserver.identities.cassandra import CassandraCustomIdentityStore
+    from mailserver.users.cassandra_delegation import CassandraDelegationStore
+
+    return UserDataParts(backends.users, backends.rrt, backends.mailbox.manager, backends.subscriptions,
+                         CassandraDelegationStore(backends.session, backends.users.contains),
+                         CassandraCustomIdentityStore(backends.session))
 
 
 def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Polling | None]:
@@ -127,7 +138,7 @@ class Server:
                                    repositories=backends.repositories, metrics=backends.metrics,
                                    dag_runs=dag_runs, polling=polling, event_bus=event_bus,
                                    mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions,
-                                   vault=vault)
+                                   vault=vault, user_data=user_data_parts(backends))
         connections = ConnectionRegistry()   # this node's IMAP and SMTP sessions, for WebAdmin's /servers/channels
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {

@@ -36,6 +36,7 @@ if TYPE_CHECKING:   # type hints only: the context stays importable without the 
     from mailserver.queue.content import MimeMessageStore
     from mailserver.repository.api import MailRepositoryStore
     from mailserver.tasks.builtin.migration import SchemaVersions
+    from mailserver.tasks.builtin.user_data import UserDataParts
     from mailserver.tasks.builtin.vault import VaultParts
     from mailserver.tasks.manager import TaskManager
 
@@ -84,6 +85,13 @@ class WebAdminContext:
     # Authentication failures delay, then refuse (429), their address; None: not throttled. ``serve``
     # shares the process's throttle with IMAP and SMTP.
     auth_throttle: AuthThrottle | None = None
+
+    def user_data_parts(self) -> UserDataParts:
+        """The stores ``?action=deleteData`` walks (the worker nodes build the same from their backends)."""
+        from mailserver.tasks.builtin.user_data import UserDataParts
+
+        return UserDataParts(self.users, self.rrt, self.mailboxes, self.subscriptions, self.delegation,
+                             self.identities.store if self.identities is not None else None)
 
     def __post_init__(self) -> None:
         if self.guard is None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mailserver.mailbox.manager import MailboxManager
     from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.tasks.builtin.dag_run import Polling
+    from mailserver.tasks.builtin.user_data import UserDataParts
     from mailserver.tasks.builtin.vault import VaultParts
 
 
@@ -41,7 +42,7 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
                      polling: Polling | None = None, event_bus: EventBusParts | None = None,
                      mailboxes: MailboxManager | None = None,
                      subscriptions: SubscriptionStore | None = None,
-                     vault: VaultParts | None = None) -> TaskRegistry:
+                     vault: VaultParts | None = None, user_data: UserDataParts | None = None) -> TaskRegistry:
     """Register the types whose collaborators this node has (a node runs what it can build).
 
     With ``dag_runs`` (Airflow configured), the maintenance procedures are DAG runs; a schema
@@ -71,4 +72,8 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
         from mailserver.tasks.builtin import vault as vault_tasks
 
         vault_tasks.register(registry, vault)
+    if user_data is not None:
+        from mailserver.tasks.builtin import user_data as user_data_tasks
+
+        user_data_tasks.register(registry, user_data)
     return registry

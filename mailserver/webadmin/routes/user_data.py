@@ -1,0 +1,53 @@
+"""``POST /users/{u}?action=deleteData`` and ``POST /domains/{d}?action=deleteData``: James's
+``DeleteUserDataRoutes`` and ``DomainsRoutes.deleteAllUsersData``, as in-process tasks
+(``tasks.builtin.user_data``) a worker of any node rebuilds from their parameters."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from mailserver.domains.api import DomainList
+from mailserver.tasks.builtin.user_data import (
+    DeleteUserDataTask,
+    DeleteUsersDataOfDomainTask,
+    UnknownStep,
+    UserDataParts,
+)
+from mailserver.tasks.manager import TaskManager
+from mailserver.webadmin.errors import bad_request
+from mailserver.webadmin.routes import params
+from mailserver.webadmin.routes.domains import parse_domain
+from mailserver.webadmin.routes.tasks import submitted
+from mailserver.webadmin.routes.users import stored_username
+
+DELETE_DATA = "deleteData"
+
+
+def router(parts: UserDataParts, domains: DomainList, tasks: TaskManager) -> APIRouter:
+    api = APIRouter(tags=["user data"])
+
+    @api.post("/users/{username}", status_code=201,
+              summary="Task ?action=deleteData (DeleteUserDataTask): delete the user's mappings, delegations, "
+                      "identities, mailboxes and subscriptions; fromStep resumes; force: unknown user")
+    async def delete_user_data(username: str, request: Request) -> Response:
+        params.selector(request.query_params.get("action"), "action", [DELETE_DATA])
+        user = stored_username(parts.users, username)
+        if "force" not in request.query_params and not await run_in_threadpool(parts.users.contains, user):
+            raise bad_request("'username' parameter should be an existing user")
+        try:
+            task = DeleteUserDataTask(parts, user, request.query_params.get("fromStep"))
+        except UnknownStep as exc:
+            raise bad_request(str(exc)) from exc
+        return submitted(await run_in_threadpool(tasks.submit, task))
+
+    @api.post("/domains/{domain}", status_code=201,
+              summary="Task ?action=deleteData (DeleteUsersDataOfDomainTask): deleteData for every user of the domain")
+    async def delete_domain_users_data(domain: str, request: Request) -> Response:
+        params.selector(request.query_params.get("action"), "action", [DELETE_DATA])
+        name = parse_domain(domain)
+        if not await run_in_threadpool(domains.contains, name):
+            raise bad_request("'domainName' parameter should be an existing domain")
+        return submitted(await run_in_threadpool(tasks.submit, DeleteUsersDataOfDomainTask(parts, name)))
+
+    return api
