@@ -57,7 +57,7 @@ class UserDataParts:
 class Step:
     name: str
     priority: int
-    run: Callable[[Username], None]
+    run: Callable[..., None]   # given the task's users: the one deleted, or the old and the new name
 
 
 class UnknownStep(ValueError):
@@ -123,8 +123,9 @@ def deletion_steps(parts: UserDataParts) -> list[Step]:
 
 
 class StepPerformer:
-    """James's ``DeleteUserDataService.Performer``: steps by priority, states reported per step; from
-    ``from_step`` on, the earlier ones SKIPPED; after a failure the rest ABORTED."""
+    """James's ``DeleteUserDataService.Performer`` (and ``UsernameChangeService``'s): steps by
+    priority, states reported per step; from ``from_step`` on, the earlier ones SKIPPED; after a
+    failure the rest ABORTED."""
 
     def __init__(self, steps: list[Step], from_step: str | None = None) -> None:
         self.steps = steps
@@ -137,7 +138,7 @@ class StepPerformer:
                 return step.priority
         raise UnknownStep(f"Starting step not found: {name}")
 
-    def perform(self, user: Username) -> bool:
+    def perform(self, *users: Username) -> bool:
         for step in self.steps:
             if self.start is not None and step.priority < self.start:
                 self.states[step.name] = StepState.SKIPPED
@@ -146,9 +147,9 @@ class StepPerformer:
                 continue
             self.states[step.name] = StepState.IN_PROGRESS
             try:
-                step.run(user)
+                step.run(*users)
             except Exception:
-                log.exception("step %s failed for %s", step.name, user)
+                log.exception("step %s failed for %s", step.name, users)
                 self.states[step.name] = StepState.FAILED
                 for name, state in self.states.items():
                     if state in (StepState.WAITING, StepState.IN_PROGRESS):

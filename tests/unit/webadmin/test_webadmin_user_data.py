@@ -23,6 +23,7 @@ from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import memory_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
+from mailserver.model.quota import LimitKey, QuotaLimits, QuotaRoot
 from mailserver.rrt.can_send_from import CanSendFrom
 from mailserver.rrt.mapping import Mapping, MappingSource
 from mailserver.tasks.builtin.registration import register_builtin
@@ -152,3 +153,59 @@ def test_domain_delete_data_walks_its_users(admin):
 def test_domain_delete_data_of_an_unknown_domain_is_400(admin):
     assert error(admin.client.post("/domains/nowhere.test", params={"action": "deleteData"}))["details"] == (
         "'domainName' parameter should be an existing domain")
+
+
+# ------------------------------------------------------------------ rename
+RENAME_STEPS = ["ForwardUsernameChangeTaskStep", "DelegationUsernameChangeTaskStep",
+                "MailboxUsernameChangeTaskStep", "QuotaUsernameChangeTaskStep"]
+
+
+def rename(admin: Admin, old: Username, new: Username, **query: str):
+    return admin.client.post(f"/users/{old.value}/rename/{new.value}", params={"action": "rename", **query})
+
+
+def test_rename_moves_forwards_delegations_mailboxes_and_quota_to_the_new_name(admin, user):
+    new, other = (add_user(admin.ctx.users, f"{p}{uuid.uuid4().hex[:10]}@example.test") for p in ("n", "o"))
+    manager = admin.ctx.mailboxes
+    assert manager is not None
+    admin.ctx.rrt.add_mapping(MappingSource.from_address(user.value), Mapping.forward("far@else.test"))
+    admin.delegation.add_authorized_user(user, other)
+    admin.delegation.add_authorized_user(other, user)
+    manager.create_mailbox(MailboxPath.of(user, "INBOX"))
+    manager.append(MailboxPath.of(user, "INBOX"), b"Subject: a\r\n\r\nold\r\n")
+    manager.create_mailbox(MailboxPath.of(user, "Work.2026"))
+    manager.create_mailbox(MailboxPath.of(new, "INBOX"))
+    manager.append(MailboxPath.of(new, "INBOX"), b"Subject: b\r\n\r\nnew\r\n")
+    admin.subscriptions.subscribe(user, "Work")
+    manager.quota.set_user_limits(QuotaRoot.for_user(user), QuotaLimits(count=10, size=None))
+
+    report = admin.await_task(rename(admin, user, new))
+    assert (report["type"], report["status"]) == ("UsernameChangeTask", "completed")
+    info = {k: v for k, v in report["additionalInformation"].items() if k != "timestamp"}
+    assert info == {"type": "UsernameChangeTask", "oldUser": user.value, "newUser": new.value,
+                    "status": dict.fromkeys(RENAME_STEPS, "DONE")}
+    assert admin.ctx.rrt.get_stored_mappings(MappingSource.from_address(new.value)) == [
+        Mapping.forward("far@else.test")]
+    assert admin.ctx.rrt.get_stored_mappings(MappingSource.from_address(user.value)) == [Mapping.forward(new.value)]
+    assert (admin.delegation.authorized_users(new), admin.delegation.delegated_users(new)) == ([other], [other])
+    assert manager.list_mailboxes(user) == []
+    assert sorted(m.path.name for m in manager.list_mailboxes(new)) == ["INBOX", "Work", "Work.2026"]
+    assert manager.counters(MailboxPath.of(new, "INBOX")).count == 2   # merged into the existing INBOX
+    assert admin.subscriptions.subscriptions(new) == ["Work"]
+    assert manager.quota.defined_limits(LimitKey.user(QuotaRoot.for_user(new))).count == 10
+    again = admin.await_task(rename(admin, user, new, force=""))
+    assert again["status"] == "completed"
+    assert admin.ctx.rrt.get_stored_mappings(MappingSource.from_address(new.value)) == [
+        Mapping.forward("far@else.test")]   # a re-run adds no self-forward
+
+
+def test_rename_refusals_are_james_400s(admin, user):
+    new = add_user(admin.ctx.users, f"n{uuid.uuid4().hex[:10]}@example.test")
+    ghost = Username.of("ghost@example.test")
+    assert error(rename(admin, ghost, new))["details"] == "'oldUser' parameter should be an existing user"
+    assert error(rename(admin, user, ghost))["details"] == "'newUser' parameter should be an existing user"
+    assert error(rename(admin, user, user))["details"] == "'newUser' should be distinct from 'oldUser'"
+    assert error(rename(admin, user, new, fromStep="nope"))["details"] == "Starting step not found: nope"
+    assert error(admin.client.post(f"/users/{user.value}/rename/{new.value}", params={"action": "x"}))[
+        "details"] == "Invalid value supplied for query parameter 'action': x. Supported values are [rename]"
+    assert rename(admin, ghost, new, force="").status_code == 201
