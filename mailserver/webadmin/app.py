@@ -106,7 +106,8 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(quotas.router(ctx.mailboxes.quota, ctx.users, ctx.domains))
     if ctx.tasks is not None:   # the maintenance procedures: DAG runs (503 while Airflow is not configured)
         subscribe_all = procedures.subscribe_all_task(ctx.mailboxes, ctx.subscriptions)
-        app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users, subscribe_all))
+        app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users, subscribe_all,
+                                             procedures.create_missing_parents_task(ctx.mailboxes)))
         app.include_router(user_data.router(ctx.user_data_parts(), ctx.domains, ctx.tasks))
     # The event bus: always served, 503 where this context lacks a part (as the procedures without Airflow).
     app.include_router(event_dead_letters.router(ctx.dead_letters, ctx.bus, ctx.tasks))

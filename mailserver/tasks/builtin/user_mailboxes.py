@@ -1,4 +1,5 @@
-"""Tasks on one user's mailboxes: James's ``ClearMailboxContentTask`` and ``SubscribeAllTask``.
+"""Tasks on mailboxes: James's ``ClearMailboxContentTask``, ``SubscribeAllTask`` (one user's) and
+``CreateMissingParentsTask`` (every user's).
 
 Both go through the mailbox manager, never straight to the tables, so every rule of a mailbox
 write applies to them (maintenance mode, events, the current-quota listener, and whatever hook
@@ -12,7 +13,7 @@ import logging
 import threading
 from typing import Any
 
-from mailserver.mailbox.errors import MailboxError
+from mailserver.mailbox.errors import MailboxError, MailboxExists
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.mailbox.subscriptions import SubscriptionStore
 from mailserver.model.address import Username
@@ -105,7 +106,41 @@ class SubscribeAllTask(Task):
                 "unsubscribedCount": self._unsubscribed}
 
 
+class CreateMissingParentsTask(Task):
+    """Create each missing parent of every stored mailbox (a crash between a parent and its child, or
+    a James node's write, can leave ``a.b`` without ``a``). Idempotent: a re-run finds none missing."""
+
+    type = "CreateMissingParentsTask"
+
+    def __init__(self, mailboxes: MailboxManager) -> None:
+        self.mailboxes = mailboxes
+        self.created: list[str] = []
+        self.failures: list[str] = []
+
+    def run(self) -> Result:
+        # Every mailbox in the table, as James's system-session listing (removed users' included).
+        paths = {m.path for m in self.mailboxes.mailboxes.all_mailboxes()}
+        missing = {parent for path in paths for parent in path.parents()} - paths
+        for parent in sorted(missing, key=lambda p: (str(p.user), p.name)):
+            try:
+                self.created.append(str(self.mailboxes.create_mailbox(parent)))
+            except MailboxExists:
+                pass   # created meanwhile (by a user, or a child's creation): no longer missing
+            except Exception:   # counted and named: the other parents are still created
+                log.exception("creating the missing parent %s failed", parent)
+                self.failures.append(parent.as_string())
+        return Result.FAILED if self.failures else Result.COMPLETED
+
+    def parameters(self) -> dict[str, Any]:
+        return {}
+
+    def additional_information(self) -> dict[str, Any]:
+        return {"created": list(self.created), "totalCreated": len(self.created),
+                "failures": list(self.failures), "totalFailure": len(self.failures)}
+
+
 def register(registry: TaskRegistry, mailboxes: MailboxManager, subscriptions: SubscriptionStore | None) -> None:
+    registry.register(CreateMissingParentsTask.type, lambda p: CreateMissingParentsTask(mailboxes))
     registry.register(ClearMailboxContentTask.type, lambda p: ClearMailboxContentTask(
         mailboxes, Username.of(p["username"]), p["mailboxName"]))
     if subscriptions is not None:

@@ -47,6 +47,7 @@ RETRY_FAILED = "reIndexFailedMessagesOf"
 SUBSCRIBE_ALL = "subscribeAll"
 
 # Selector value -> procedure, per route (values are case-sensitive, as James's).
+CREATE_MISSING_PARENTS = "createMissingParents"
 MAILBOXES_TASKS = {"SolveInconsistencies": p.SOLVE_MAILBOX_INCONSISTENCIES,
                    "RecomputeMailboxCounters": p.RECOMPUTE_MAILBOX_COUNTERS,
                    FAST_VIEW: p.RECOMPUTE_ALL_FAST_VIEW_PROJECTION, REINDEX: p.REINDEX_ALL}
@@ -127,6 +128,15 @@ class ProcedureSubmitter:
         return submitted(await run_in_threadpool(self.tasks.submit, task))
 
 
+def create_missing_parents_task(mailboxes: MailboxManager | None) -> Callable[[], Task] | None:
+    """James's ``CreateMissingParentsTask``, when this node has the mailboxes."""
+    if mailboxes is None:
+        return None
+    from mailserver.tasks.builtin.user_mailboxes import CreateMissingParentsTask
+
+    return lambda: CreateMissingParentsTask(mailboxes)
+
+
 def subscribe_all_task(mailboxes: MailboxManager | None,
                        subscriptions: SubscriptionStore | None) -> Callable[[Username], Task] | None:
     """James's ``SubscribeAllTask`` for a user, when this node has what it needs."""
@@ -138,7 +148,8 @@ def subscribe_all_task(mailboxes: MailboxManager | None,
 
 
 def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
-           subscribe_all: Callable[[Username], Task] | None = None) -> APIRouter:
+           subscribe_all: Callable[[Username], Task] | None = None,
+           create_missing_parents: Callable[[], Task] | None = None) -> APIRouter:
     api = APIRouter(tags=["maintenance procedures (Airflow)"])
     submitter = ProcedureSubmitter(tasks, dag_runs)
 
@@ -162,8 +173,13 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
                       "maxIterations, autoMerge), RecomputeMailboxCounters (trustMessageProjection), "
                       "recomputeFastViewProjectionItems (messagesPerSecond), reIndex (mode, messagesPerSecond; "
                       "reIndexFailedMessagesOf={taskId}: only the failures of that reindex task); "
-                      "all: dryRun. Runs as an Airflow DAG")
+                      "all: dryRun. Runs as an Airflow DAG. ?task=createMissingParents "
+                      "(CreateMissingParentsTask) runs in process")
     async def mailboxes(request: Request) -> Response:
+        if create_missing_parents is not None:
+            supported = [*MAILBOXES_TASKS, CREATE_MISSING_PARENTS]
+            if params.selector(request.query_params.get("task"), "task", supported) == CREATE_MISSING_PARENTS:
+                return submitted(await run_in_threadpool(tasks.submit, create_missing_parents()))
         previous = request.query_params.get(RETRY_FAILED)
         if request.query_params.get("task") == REINDEX and previous:   # empty: ignored, as James
             return await selected(request, "task", {REINDEX: p.REINDEX_ERRORS},

@@ -305,3 +305,25 @@ def test_the_task_selector_lists_subscribe_all(admin):
     body = error(admin.client.post(f"{admin.base}?task=nope"))
     assert body["details"] == ("Invalid value supplied for query parameter 'task': nope. Supported values are "
                                "[recomputeFastViewProjectionItems, reIndex, subscribeAll]")
+
+
+# ------------------------------------------------------------------ createMissingParents (task)
+def test_create_missing_parents_creates_the_parents_a_child_lost(admin):
+    manager = admin.mailbox.manager
+    manager.create_mailbox(admin.path("lost.child.leaf"))
+    manager.delete_mailbox(admin.path("lost"), keep_children=True)   # IMAP's DELETE: the children stay
+    manager.delete_mailbox(admin.path("lost.child"), keep_children=True)
+    report = admin.await_task(admin.client.post("/mailboxes?task=createMissingParents"))
+    assert (report["type"], report["status"]) == ("CreateMissingParentsTask", "completed")
+    info = report["additionalInformation"]
+    ids = {m.path.name: str(m.id) for m in manager.list_mailboxes(Username.of(admin.user))}
+    assert sorted(ids) == ["lost", "lost.child", "lost.child.leaf"]
+    assert {ids["lost"], ids["lost.child"]} <= set(info["created"])
+    assert (info["type"], info["totalCreated"], info["failures"], info["totalFailure"]) == (
+        "CreateMissingParentsTask", len(info["created"]), [], 0)
+    again = admin.await_task(admin.client.post("/mailboxes?task=createMissingParents"))
+    assert again["additionalInformation"]["created"] == []   # nothing missing any more
+
+
+def test_the_mailboxes_task_selector_lists_create_missing_parents(admin):
+    assert error(admin.client.post("/mailboxes?task=nope"))["details"].endswith(", createMissingParents]")
