@@ -35,6 +35,7 @@ from mailserver.webadmin.routes import (
     droplist,
     event_bus_groups,
     event_dead_letters,
+    expire_messages,
     health,
     identities,
     mail_queues,
@@ -109,6 +110,8 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
         app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users, subscribe_all,
                                              procedures.create_missing_parents_task(ctx.mailboxes)))
         app.include_router(user_data.router(ctx.user_data_parts(), ctx.domains, ctx.tasks))
+        if ctx.mailboxes is not None:
+            app.include_router(expire_messages.router(ctx.mailboxes, ctx.users, ctx.tasks))
     # The event bus: always served, 503 where this context lacks a part (as the procedures without Airflow).
     app.include_router(event_dead_letters.router(ctx.dead_letters, ctx.bus, ctx.tasks))
     app.include_router(event_bus_groups.router(ctx.required_groups, ctx.registered_groups, ctx.topology, ctx.tasks))

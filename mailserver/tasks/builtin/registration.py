@@ -87,4 +87,8 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
         from mailserver.tasks.builtin import username_change
 
         username_change.register(registry, rename_parts(user_data))
+        if user_data.mailboxes is not None:
+            from mailserver.tasks.builtin import expire_mailbox
+
+            expire_mailbox.register(registry, user_data.mailboxes, user_data.users)
     return registry

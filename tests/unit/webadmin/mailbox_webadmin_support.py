@@ -52,14 +52,16 @@ class MailboxAdmin:
 
 
 @contextmanager
-def mailbox_admin(*, virtual_hosting: bool = True) -> Iterator[MailboxAdmin]:
+def mailbox_admin(*, virtual_hosting: bool = True, expire: bool = False) -> Iterator[MailboxAdmin]:
     subscriptions, store = MemorySubscriptionStore(), MemoryTaskStore()
     ctx = make_context(tasks=TaskManager(store, NODE), subscriptions=subscriptions)
     assert ctx.guard is not None
     # Mailbox writes refused in maintenance mode, as in ``mailserver serve``.
     mailbox = memory_context(MemoryBlobStore(), write_guard=ctx.guard.writes_allowed)
     ctx.mailboxes = mailbox.manager
-    registry = register_builtin(TaskRegistry(), mailboxes=mailbox.manager, subscriptions=subscriptions)
+    # ``expire``: also the user-data tasks (ExpireMailboxTask among them), built from the context.
+    registry = register_builtin(TaskRegistry(), mailboxes=mailbox.manager, subscriptions=subscriptions,
+                                user_data=ctx.user_data_parts() if expire else None)
     if not virtual_hosting:
         ctx.users.virtual_hosting = False
     worker = TaskWorker(store, registry, NODE, poll_interval=0.02, heartbeat_interval=0.05)
