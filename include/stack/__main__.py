@@ -88,6 +88,7 @@ def urls(manager: StackManager) -> str:
             f"  Mail server SMTP     smtp://{s.host}:{s.ports.smtp}   STARTTLS certificate {mail.certificate().cert}",
             f"  Mail server IMAP     imap://{s.host}:{s.ports.imap}   STARTTLS, then log in as a user",
             f"  Mail server WebAdmin {mail.webadmin_url}   header Password: {mail.webadmin_password()}",
+            f"  Mail server JMAP     {mail.jmap_url}   same certificate, HTTP Basic as a user",
         ]
     if airflow.pids():
         password = airflow.admin_password() or f"(see {airflow.passwords_file})"

@@ -46,6 +46,7 @@ class Ports:
     smtp: int = field(default_factory=lambda: _env_int("STACK_SMTP_PORT", 2525))
     webadmin: int = field(default_factory=lambda: _env_int("STACK_WEBADMIN_PORT", 8000))
     imap: int = field(default_factory=lambda: _env_int("STACK_IMAP_PORT", 1143))
+    jmap: int = field(default_factory=lambda: _env_int("STACK_JMAP_PORT", 8001))
     spark_master: int = field(default_factory=lambda: _env_int("STACK_SPARK_MASTER_PORT", 7077))
     spark_master_ui: int = field(default_factory=lambda: _env_int("STACK_SPARK_MASTER_UI_PORT", 18080))
 

@@ -31,7 +31,8 @@ def test_run_again_prints_every_url_and_changes_nothing():
     h = s.host
     for shown in (f"{h}:{s.ports.cassandra}", f"http://{h}:{s.ports.opensearch}", f"http://{h}:{s.ports.s3}",
                   f"amqp://{h}:{s.ports.amqp}", f"http://{h}:{s.ports.rabbitmq_management}",
-                  f"smtp://{h}:{s.ports.smtp}", f"imap://{h}:{s.ports.imap}", f"http://{h}:{s.ports.webadmin}", f"http://{h}:{s.ports.airflow}",
+                  f"smtp://{h}:{s.ports.smtp}", f"imap://{h}:{s.ports.imap}", f"http://{h}:{s.ports.webadmin}",
+                  f"https://{h}:{s.ports.jmap}/.well-known/jmap", f"http://{h}:{s.ports.airflow}",
                   f"{h}:{s.ports.postgres}"):
         assert shown in result.stdout, f"{shown} not printed:\n{result.stdout}"
     airflow_password = manager.services["airflow"].admin_password()

@@ -1,8 +1,9 @@
-"""The mail server itself (``mailserver serve``, every role) over the stack's backends.
+"""The mail server itself (``mailserver serve``, every role and JMAP) over the stack's backends.
 
 Its WebAdmin password is generated on first start and kept in ``.stack/mailserver/`` (mode
 0600); Airflow's ``webadmin_default`` connection reads it from there. A self-signed certificate
-made there too (``tls/``) lets clients STARTTLS, hence log in. The other way round, the mail
+made there too (``tls/``) lets clients STARTTLS, hence log in, and serves JMAP over HTTPS (JMAP
+clients such as jmapc only speak HTTPS). The other way round, the mail
 server triggers the maintenance DAGs with the Airflow admin's password, which the stack writes
 into the auth manager's file before either starts (the mail server starts first).
 """
@@ -21,6 +22,11 @@ from ..tls import CertificateFiles, ensure_self_signed
 from .base import Service
 
 
+# ``mailserver serve``'s default roles and the optional JMAP one (mailserver.settings.node), spelt
+# out here: the stack commands run without the project's packages on the path.
+ROLES = "smtp,spooler,outgoing,webadmin,tasks,listeners,imap,jmap"
+
+
 class MailServer(Service):
     name = "mailserver"
     start_timeout = 120.0
@@ -36,6 +42,11 @@ class MailServer(Service):
     @property
     def webadmin_url(self) -> str:
         return f"http://{self.settings.host}:{self.settings.ports.webadmin}"
+
+    @property
+    def jmap_url(self) -> str:
+        """JMAP's session resource (RFC 8620 2.2), where a client starts."""
+        return f"https://{self.settings.host}:{self.settings.ports.jmap}/.well-known/jmap"
 
     def prepare(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -53,7 +64,9 @@ class MailServer(Service):
         if os.environ.get("MAILSERVER_SMTP_TLS_CERT") or os.environ.get("MAILSERVER_IMAP_TLS_CERT"):
             return {}
         files = self.certificate()
-        return {"MAILSERVER_SMTP_TLS_CERT": str(files.cert), "MAILSERVER_SMTP_TLS_KEY": str(files.key)}
+        jmap = {} if os.environ.get("MAILSERVER_JMAP_TLS_CERT") else {
+            "MAILSERVER_JMAP_TLS_CERT": str(files.cert), "MAILSERVER_JMAP_TLS_KEY": str(files.key)}
+        return {"MAILSERVER_SMTP_TLS_CERT": str(files.cert), "MAILSERVER_SMTP_TLS_KEY": str(files.key), **jmap}
 
     def env(self) -> dict[str, str]:
         s = self.settings
@@ -66,6 +79,9 @@ class MailServer(Service):
             "MAILSERVER_WEBADMIN_PORT": str(s.ports.webadmin),
             "MAILSERVER_IMAP_HOST": s.host,
             "MAILSERVER_IMAP_PORT": str(s.ports.imap),
+            "MAILSERVER_ROLES": os.environ.get("MAILSERVER_ROLES", ROLES),
+            "MAILSERVER_JMAP_HOST": s.host,
+            "MAILSERVER_JMAP_PORT": str(s.ports.jmap),
             "MAILSERVER_WEBADMIN_PASSWORD": self.webadmin_password() or "",
             **self.tls_env(),
             **self.airflow_env(),
