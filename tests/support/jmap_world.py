@@ -22,12 +22,14 @@ from mailserver.jmap.authentication import AuthenticationConfig, Authenticator
 from mailserver.jmap.capabilities import CoreLimits
 from mailserver.jmap.changes.logs import ChangeLogs
 from mailserver.jmap.uploads import MemoryUploadRepository
+from mailserver.mailbox.manager import MailboxManager
 from mailserver.mailbox.subscriptions import MemorySubscriptionStore
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from mailserver.model.passwords import PasswordHasher
 from mailserver.search.api import SearchIndex
+from mailserver.users.api import UsersRepository
 from mailserver.users.memory import MemoryUsersRepository
 
 DOMAIN = "jmap.test"
@@ -156,3 +158,36 @@ class JmapClient:
         name, answer, _ = self.calls([method, arguments, "c1"])[0]
         assert name == "error", answer
         return answer
+
+
+class JmapReader:
+    """JMAP served in process over any mailbox manager (a test's Cassandra keyspace, say), read as
+    ``user`` with a bearer token: what a JMAP client of a server on the same keyspace would see."""
+
+    def __init__(self, manager: MailboxManager, users: UsersRepository, user: Username) -> None:
+        self.user = user
+        context = JmapContext(Authenticator(AuthenticationConfig(jwt_public_key=public_pem(signing_key())), users),
+                              MailServices(manager))
+        self.client = TestClient(create_app(context))
+
+    def call(self, method: str, **arguments: Any) -> dict[str, Any]:
+        """One call in the user's account; its answer, which must not be an error."""
+        response = self.client.post("/jmap", headers=bearer(str(self.user)), json={
+            "using": USING, "methodCalls": [[method, {"accountId": account_id(self.user), **arguments}, "c1"]]})
+        assert response.status_code == 200, response.text
+        name, answer, _ = response.json()["methodResponses"][0]
+        assert name == method, answer
+        return answer
+
+    def mailboxes(self) -> dict[str, dict[str, Any]]:
+        """Mailbox/get: the user's mailboxes by name."""
+        return {m["name"]: m for m in self.call("Mailbox/get", ids=None)["list"]}
+
+    def listed(self, mailbox_id: str) -> list[str]:
+        """Email/query in one mailbox: the ids of the emails it lists."""
+        return self.call("Email/query", filter={"inMailbox": mailbox_id})["ids"]
+
+    def emails(self, *ids: str, properties: tuple[str, ...] = ("mailboxIds", "keywords")) -> dict[str, dict[str, Any]]:
+        """Email/get by id (what JMAP reads from the truth, whatever a mailbox lists)."""
+        answer = self.call("Email/get", ids=list(ids), properties=list(properties))
+        return {e["id"]: e for e in answer["list"]}

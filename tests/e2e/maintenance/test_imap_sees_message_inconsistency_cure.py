@@ -1,11 +1,11 @@
-"""The operator guide's symptom, seen by a mail client: a message visible in JMAP but not in IMAP.
+"""The operator guide's symptom, seen by mail clients: a message visible in JMAP but not in IMAP.
 
 A delivery whose ``messageIdTable`` write is lost (the fault seam fails it, as a node timeout
 would) leaves the message in ``imapUidTable`` (the truth, what JMAP reads by message id) but not
-in ``messageIdTable`` (the projection IMAP lists a mailbox from). An IMAP client, on a server
-started over the same keyspace and bucket, does not see it; after the
-``solve_message_inconsistencies`` DAG (``dag.test()``, health gate, Spark, report) it lists it
-and fetches the very octets that were delivered.
+in ``messageIdTable`` (the projection IMAP, and JMAP's Email/query, list a mailbox from). An IMAP
+client and a JMAP client, on servers started over the same keyspace and bucket, do not list it;
+after the ``solve_message_inconsistencies`` DAG (``dag.test()``, health gate, Spark, report) both
+list it, IMAP fetches the very octets that were delivered and JMAP agrees on its mailbox and keywords.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from mailserver.model.ids import MessageId
 from mailserver.model.mailbox import MailboxPath
 from mailserver.users.cassandra import CassandraUsersRepository
 from tests.e2e.maintenance.conftest import run_dag
+from tests.support.jmap_world import JmapReader
 from tests.support.mail_projections import mailbox_context, register_user
 from tests.support.maintenance import fail_once
 
@@ -72,8 +73,14 @@ def test_a_message_imap_cannot_list_is_listed_and_fetched_after_the_dag(maintena
     [truth] = ctx.manager.find_message(lost)   # imapUidTable: what JMAP reads by message id
     assert truth.mailbox_id == first.mailbox_id and truth.uid > first.uid
 
-    server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager,
-                        CassandraUsersRepository(session, CassandraDomainList(session)),
+    users = CassandraUsersRepository(session, CassandraDomainList(session))
+    jmap = JmapReader(ctx.manager, users, user)
+    inbox_id, email_id, first_id = str(first.mailbox_id), str(lost), str(first.message_id)
+    assert jmap.mailboxes()["INBOX"]["id"] == inbox_id
+    assert jmap.listed(inbox_id) == [first_id], "JMAP lists a mailbox from messageIdTable too"
+    assert jmap.emails(email_id)[email_id]["mailboxIds"] == {inbox_id: True}, "read by id, from the truth"
+
+    server = ImapServer(ImapConfig(port=0, auth_require_tls=False), ctx.manager, users,
                         subscriptions=CassandraSubscriptionStore(session))
     with ImapServerThread(server) as thread:
         client = imaplib.IMAP4("127.0.0.1", thread.port, timeout=60)
@@ -102,3 +109,11 @@ def test_a_message_imap_cannot_list_is_listed_and_fetched_after_the_dag(maintena
         assert uids(other) == [first.uid, truth.uid]
         assert bodies(other, f"{truth.uid}") == {truth.uid: hidden}
         other.logout()
+
+    # JMAP agrees with IMAP: the same mailbox lists both, the repaired one unread, in INBOX only.
+    mailboxes = jmap.mailboxes()
+    assert mailboxes["INBOX"]["id"] == inbox_id and mailboxes["INBOX"]["role"] == "inbox"
+    assert sorted(jmap.listed(inbox_id)) == sorted([first_id, email_id])
+    repaired = jmap.emails(email_id, properties=("mailboxIds", "keywords", "messageId"))[email_id]
+    assert repaired["mailboxIds"] == {inbox_id: True} and repaired["keywords"] == {}
+    assert repaired["messageId"] == ["lost-projection@example.com"]
