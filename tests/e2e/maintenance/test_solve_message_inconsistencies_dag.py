@@ -2,6 +2,8 @@
 
 Seeded through the fault seam; checked with CQL by the test: the report's counters equal the
 seeded faults, the projection equals the truth afterwards, and the verify pass finds nothing left.
+A JMAP client over the same keyspace then lists in every mailbox what the truth holds, with the
+repaired flags as keywords.
 The DAG's dry run is checked in test_dry_runs_write_nothing.py (nothing written anywhere) and the
 job's in tests/integration/maintenance/test_message_inconsistencies_job.py (its counts).
 """
@@ -10,7 +12,11 @@ from __future__ import annotations
 
 import pytest
 
+from mailserver.domains.cassandra import CassandraDomainList
+from mailserver.users.cassandra import CassandraUsersRepository
 from tests.integration.maintenance.test_message_inconsistencies_job import break_messages, projection_equals_truth
+from tests.support.jmap_world import JmapReader
+from tests.support.mail_projections import mailbox_context, register_user
 from tests.support.maintenance import seed_mail
 from tests.support.task_logs import printed_dag_test, run_note, task_log
 
@@ -19,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 DAG_ID = "solve_message_inconsistencies"
 
 
-def test_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace):
+def test_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace, s3_blobs):
     session = maintenance_keyspace
     seeded = seed_mail(session, users=3, mailboxes_per_user=3, messages_per_mailbox=280)   # 2,520 messages
     break_messages(session, seeded, added=4, removed=3, outdated=2)
@@ -51,6 +57,29 @@ def test_repair_then_nothing_left(maintenance_airflow, maintenance_keyspace):
     # again, reading the tables afterwards): nothing left. A second spark-submit of the same code is
     # kept once, in test_solve_mailbox_inconsistencies_dag.py.
     assert (summary["remaining"], summary["unresolved"]) == ({}, 0)
+
+    # JMAP lists a mailbox from messageIdTable: after the repair it lists what the truth holds.
+    truth: dict[str, set[str]] = {}
+    for row in session.execute("SELECT mailboxid, messageid FROM imapUidTable"):
+        truth.setdefault(str(row["mailboxid"]), set()).add(str(row["messageid"]))
+    manager = mailbox_context(session, s3_blobs).manager
+    users = CassandraUsersRepository(session, CassandraDomainList(session))
+    listed: dict[str, set[str]] = {}
+    reader_of: dict[str, JmapReader] = {}   # mailbox id -> its owner's JMAP
+    for user in seeded.users:
+        register_user(session, user)   # JMAP authenticates users of the repository
+        jmap = JmapReader(manager, users, user)
+        for mailbox in jmap.mailboxes().values():
+            listed[mailbox["id"]] = set(jmap.listed(mailbox["id"]))
+            reader_of[mailbox["id"]] = jmap
+    assert listed == truth
+    # The two messages whose flag update the projection lost (break_messages) show the new flags.
+    mailboxes = list(seeded.by_mailbox)
+    for i in range(2):
+        outdated = seeded.by_mailbox[mailboxes[(i + 2) % len(mailboxes)]][0]
+        email_id = str(outdated.message_id)
+        email = reader_of[str(outdated.mailbox_id)].emails(email_id)[email_id]
+        assert email["keywords"] == {"$flagged": True, "$label": True}, email
 
 
 def test_invalid_params_are_refused_before_anything_runs(maintenance_airflow):
