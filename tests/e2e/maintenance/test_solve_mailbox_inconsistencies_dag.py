@@ -1,9 +1,10 @@
 """The mailbox-inconsistency DAG run by Airflow (``dag.test()``) inside maintenance mode.
 
-Seeded through the fault seam, checked with CQL and the test WebAdmin: the repair counts what was
-seeded and fixes it while maintenance mode is on, and maintenance mode is off at the end of every
-run, also when the repair task really fails (a ghost mailbox makes the job end PARTIAL, exit status
-1). The dry run (nothing written, maintenance never on) is checked in test_dry_runs_write_nothing.py.
+Seeded through the fault seam, checked with CQL, JMAP and the test WebAdmin: the repair counts what
+was seeded and fixes it while maintenance mode is on (a JMAP client then lists the mailboxes CQL
+has), and maintenance mode is off at the end of every run, also when the repair task really fails
+(a ghost mailbox makes the job end PARTIAL, exit status 1). The dry run (nothing written,
+maintenance never on) is checked in test_dry_runs_write_nothing.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from datetime import datetime
 
 import pytest
 
+from mailserver.domains.cassandra import CassandraDomainList
+from mailserver.users.cassandra import CassandraUsersRepository
 from tests.e2e.maintenance.conftest import run_dag, webadmin_get
+from tests.support.jmap_world import JmapReader
+from tests.support.mail_projections import mailbox_context, register_user
 from tests.support.mailbox_inconsistencies import (
     GHOST_CONFLICT,
     assert_repaired_as_expected,
@@ -37,7 +42,7 @@ def task_instances(run) -> dict:
 
 
 def test_repair_inside_maintenance_mode_and_traffic_resumes(
-        maintenance_airflow, maintenance_webadmin, maintenance_keyspace):
+        maintenance_airflow, maintenance_webadmin, maintenance_keyspace, s3_blobs):
     session = maintenance_keyspace
     seeded = seed_mailboxes(session, users=10, per_user=10)
     broken = break_mailboxes(session, seeded, orphan_paths=2, orphan_rows=2, renames_row_lost=1,
@@ -56,6 +61,19 @@ def test_repair_inside_maintenance_mode_and_traffic_resumes(
     assert summary["runningOptions"] == {"maxIterations": 1, "autoMerge": False}
     assert_repaired_as_expected(session, broken)
     assert table_checksum(session, "imapUidTable", "messageIdTable") == messages_before
+
+    # JMAP's Mailbox/get agrees with the repaired tables: each owner of a repaired mailbox sees the
+    # mailboxes CQL has for them, the repaired ones under their expected names and ids.
+    rows, _ = mailbox_tables(session)
+    manager = mailbox_context(session, s3_blobs).manager
+    users = CassandraUsersRepository(session, CassandraDomainList(session))
+    for owner in {path.user for path, _ in broken.expected.values()}:
+        register_user(session, owner)   # JMAP authenticates users of the repository
+        listed = {name: m["id"] for name, m in JmapReader(manager, users, owner).mailboxes().items()}
+        assert listed == {name: str(mailbox_id) for mailbox_id, (_, user, name, _) in rows.items()
+                          if user == str(owner)}
+        assert listed.items() >= {(path.name, str(mailbox_id)) for mailbox_id, (path, _) in broken.expected.items()
+                                  if path.user == owner}
 
     # On only while the Spark task ran (it switches it on itself, inside its pool slot) and off when
     # it ended: the window's "since" marks are both within the task.
