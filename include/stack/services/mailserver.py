@@ -21,7 +21,6 @@ from ..endpoints import Endpoints
 from ..tls import CertificateFiles, ensure_self_signed
 from .base import Service
 
-
 # ``mailserver serve``'s default roles and the optional JMAP one (mailserver.settings.node), spelt
 # out here: the stack commands run without the project's packages on the path.
 ROLES = "smtp,spooler,outgoing,webadmin,tasks,listeners,imap,jmap"
