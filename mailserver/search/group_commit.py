@@ -20,16 +20,9 @@ from typing import Any
 
 from mailserver.group_commit import GroupCommit
 from mailserver.model.ids import MailboxId
+from mailserver.search import api
 from mailserver.search import mapping as f
-from mailserver.search.api import (
-    BulkReport,
-    FlagsUpdate,
-    SearchHit,
-    SearchIndex,
-    SearchIndexError,
-    SearchQuery,
-    Snippet,
-)
+from mailserver.search.api import BulkReport, FlagsUpdate, SearchHit, SearchIndex, SearchIndexError, SearchQuery
 from mailserver.search.document import document_id
 
 DEFAULT_MAX_DOCUMENTS = 200
@@ -81,7 +74,7 @@ class GroupCommitSearchIndex(SearchIndex):
     def search(self, query: SearchQuery) -> list[SearchHit]:
         return self.inner.search(query)
 
-    def highlight(self, query: SearchQuery) -> list[Snippet]:
+    def highlight(self, query: SearchQuery) -> list[api.Snippet]:
         return self.inner.highlight(query)
 
     def get(self, mailbox_id: MailboxId, uid: int) -> dict[str, Any] | None:

@@ -30,9 +30,9 @@ from mailserver.model.java_numbers import (
 )
 from mailserver.model.quota import UNLIMITED, QuotaLimits, QuotaScope, QuotaUsage
 from mailserver.webadmin.errors import WebAdminError
+from mailserver.webadmin.json_payload import INVALID_JSON
 
 INVALID_QUOTA = "Invalid quota. Need to be an integer value greater or equal to -1"
-INVALID_JSON = "JSON payload of the request is not valid"
 _FIELDS = ("count", "size")
 
 

@@ -9,7 +9,6 @@ that is not James's DTO is 400 ``JSON payload of the request is not valid``; a r
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -20,17 +19,14 @@ from mailserver.dlp.store import DlpConfigurationStore, DlpRule, DuplicateRuleId
 from mailserver.domains.api import DomainList
 from mailserver.model.address import Domain, InvalidAddress
 from mailserver.webadmin.errors import INVALID_ARGUMENT, WebAdminError, bad_request
+from mailserver.webadmin.json_payload import INVALID_JSON, json_document
 
-INVALID_JSON = "JSON payload of the request is not valid"
 BOOLEANS = {"targetsSender": "targets_sender", "targetsRecipients": "targets_recipients",
             "targetsContent": "targets_content"}
 
 
 def rules_of(body: bytes) -> list[DlpRule]:
-    try:
-        document = json.loads(body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise bad_request(str(exc), INVALID_JSON) from exc
+    document = json_document(body)
     items = document.get("rules") if isinstance(document, dict) else None
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise bad_request("a {\"rules\": [...]} object is expected", INVALID_JSON)

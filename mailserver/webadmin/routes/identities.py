@@ -9,7 +9,6 @@ none, as James); DELETE removes a stored one (204; a server-set one is 403).
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -27,9 +26,9 @@ from mailserver.identities.repository import (
 from mailserver.model.address import InvalidAddress, MailAddress, Username
 from mailserver.users.api import UsersRepository
 from mailserver.webadmin.errors import INVALID_ARGUMENT, WebAdminError, bad_request, not_found
+from mailserver.webadmin.json_payload import INVALID_JSON, json_object
 from mailserver.webadmin.routes.users import stored_username
 
-INVALID_JSON = "JSON payload of the request is not valid"
 TEXT_FIELDS = {"name": "name", "textSignature": "text_signature", "htmlSignature": "html_signature"}
 FIELDS = frozenset({*TEXT_FIELDS, "email", "sortOrder", "bcc", "replyTo"})
 
@@ -48,12 +47,7 @@ def _addresses_json(addresses: tuple[EmailAddress, ...] | None) -> list[dict[str
 def upsert_of(body: bytes) -> dict[str, Any]:
     """James's ``UserIdentityUpsert``: unknown fields are ignored; a wrong type or an invalid
     address is 400 ``JSON payload of the request is not valid``."""
-    try:
-        document = json.loads(body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise bad_request(str(exc), INVALID_JSON) from exc
-    if not isinstance(document, dict):
-        raise bad_request("a JSON object is expected", INVALID_JSON)
+    document = json_object(body)
     out: dict[str, Any] = {}
     for name in FIELDS & set(document):
         value = document[name]

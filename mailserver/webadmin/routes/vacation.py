@@ -9,7 +9,6 @@ payload of the request is not valid``, nothing written.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -20,10 +19,10 @@ from mailserver.model.address import Username
 from mailserver.users.api import UsersRepository
 from mailserver.vacation.api import CLEARED, Vacation, VacationRepository
 from mailserver.webadmin.errors import bad_request, not_found
+from mailserver.webadmin.json_payload import INVALID_JSON, json_object
 from mailserver.webadmin.routes.users import stored_username
 
 NO_CONTENT = 204
-INVALID_JSON = "JSON payload of the request is not valid"
 # JSON name -> field of Vacation, in James's DTO order.
 JSON_FIELDS = {"enabled": "enabled", "fromDate": "from_date", "toDate": "to_date", "subject": "subject",
                "textBody": "text_body", "htmlBody": "html_body"}
@@ -41,12 +40,7 @@ def as_json(vacation: Vacation) -> dict[str, Any]:
 def patch_of(body: bytes) -> dict[str, object]:
     """James's ``updateOrKeep``: a field given replaces the stored one; absent or null (Jackson's
     empty Optional) keeps it."""
-    try:
-        document = json.loads(body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise bad_request(str(exc), INVALID_JSON) from exc
-    if not isinstance(document, dict):
-        raise bad_request("a JSON object is expected", INVALID_JSON)
+    document = json_object(body)
     unknown = sorted(set(document) - set(JSON_FIELDS))
     if unknown:
         raise bad_request(f"unknown fields: {unknown}", INVALID_JSON)
