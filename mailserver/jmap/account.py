@@ -18,6 +18,7 @@ from mailserver.mailbox.subscriptions import SubscriptionStore
 from mailserver.model.address import MailAddress, Username
 from mailserver.queue.api import MailQueue
 from mailserver.search.api import SearchIndex
+from mailserver.vacation.api import VacationRepository
 
 
 def account_id(user: Username) -> str:
@@ -53,6 +54,7 @@ class MailServices:
     submission: Submission | None = None          # None: EmailSubmission is not offered
     search: SearchIndex | None = None              # None: Email/query's text filters are unsupportedFilter
     identities: IdentityRepository | None = None   # None: Identity/get answers the server-set identities only
+    vacations: VacationRepository | None = None     # None: VacationResponse is not offered
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ def create_app(ctx: JmapContext) -> FastAPI:
         websocket = None
         if ctx.push is not None:
             websocket = ("wss://" if url.startswith("https://") else "ws://") + url.split("://", 1)[-1] + WEBSOCKET_PATH
-        return session(user, ctx.limits, url, submission=ctx.services.submission is not None, websocket_url=websocket)
+        return session(user, ctx.limits, url, submission=ctx.services.submission is not None,
+                       vacation_response=ctx.services.vacations is not None, websocket_url=websocket)
 
     async def execute(user: Username, body: bytes, content_type: str | None,
                       request: HTTPConnection) -> dict[str, object]:

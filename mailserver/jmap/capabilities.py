@@ -8,8 +8,9 @@ from typing import Any
 CORE = "urn:ietf:params:jmap:core"
 MAIL = "urn:ietf:params:jmap:mail"
 SUBMISSION = "urn:ietf:params:jmap:submission"
+VACATION_RESPONSE = "urn:ietf:params:jmap:vacationresponse"
 WEBSOCKET = "urn:ietf:params:jmap:websocket"   # announced only: no method needs it in ``using``
-KNOWN = frozenset({CORE, MAIL, SUBMISSION, WEBSOCKET})
+KNOWN = frozenset({CORE, MAIL, SUBMISSION, VACATION_RESPONSE, WEBSOCKET})
 
 # James's defaults.
 MAX_SIZE_UPLOAD = 30 * 1024 * 1024

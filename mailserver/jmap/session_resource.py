@@ -11,6 +11,7 @@ from mailserver.jmap.capabilities import (
     CORE,
     MAIL,
     SUBMISSION,
+    VACATION_RESPONSE,
     WEBSOCKET,
     CoreLimits,
     mail_account_capability,
@@ -20,8 +21,9 @@ from mailserver.model.address import Username
 
 
 def session(user: Username, limits: CoreLimits, base_url: str, *, submission: bool = False,
-            websocket_url: str | None = None) -> dict[str, Any]:
+            vacation_response: bool = False, websocket_url: str | None = None) -> dict[str, Any]:
     """``submission``: EmailSubmission is offered (the server has a spool to send through);
+    ``vacation_response``: VacationResponse is (the server has a vacation repository);
     ``websocket_url``: JMAP over WebSocket with push is (RFC 8887 4)."""
     account = account_id(user)
     capabilities: dict[str, Any] = {CORE: limits.capability(), MAIL: {}}
@@ -29,6 +31,9 @@ def session(user: Username, limits: CoreLimits, base_url: str, *, submission: bo
     if submission:
         capabilities[SUBMISSION] = {}
         account_capabilities[SUBMISSION] = submission_account_capability()
+    if vacation_response:
+        capabilities[VACATION_RESPONSE] = {}
+        account_capabilities[VACATION_RESPONSE] = {}
     if websocket_url is not None:
         capabilities[WEBSOCKET] = {"url": websocket_url, "supportsPush": True}
     body: dict[str, Any] = {

@@ -165,6 +165,7 @@ class JmapRole(HttpRole):
         from mailserver.identities.cassandra import CassandraCustomIdentityStore
         from mailserver.identities.repository import IdentityRepository
         from mailserver.jmap.uploads import CassandraUploadRepository
+        from mailserver.vacation.cassandra import CassandraVacationRepository
 
         mailbox = backends.mailbox
         services = MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions,
@@ -175,7 +176,8 @@ class JmapRole(HttpRole):
                                 submission=Submission(container.context.spool, CanSendFrom(backends.rrt)),
                                 search=backends.search,
                                 identities=IdentityRepository(CassandraCustomIdentityStore(backends.session),
-                                                              CanSendFrom(backends.rrt).addresses))
+                                                              CanSendFrom(backends.rrt).addresses),
+                                vacations=CassandraVacationRepository(backends.session))
         return cls(JmapConfig.from_env(env), backends.users, services, backends.auth_throttle, backends.push_bus)
 
     @property

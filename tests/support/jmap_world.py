@@ -31,6 +31,7 @@ from mailserver.model.passwords import PasswordHasher
 from mailserver.search.api import SearchIndex
 from mailserver.users.api import UsersRepository
 from mailserver.users.memory import MemoryUsersRepository
+from mailserver.vacation.api import VacationRepository
 
 DOMAIN = "jmap.test"
 USER, PASSWORD = f"alice@{DOMAIN}", "s3cret-Passw0rd"
@@ -73,11 +74,12 @@ class World:
 
     def context(self, limits: CoreLimits | None = None, jwt_public_key: str | None = None,
                 submission: Submission | None = None, search: SearchIndex | None = None,
-                identities: IdentityRepository | None = None) -> JmapContext:
+                identities: IdentityRepository | None = None,
+                vacations: VacationRepository | None = None) -> JmapContext:
         """Basic and bearer tokens signed by ``signing_key()`` (or verified with ``jwt_public_key``)."""
         services = MailServices(self.mailbox.manager, self.mailbox.fast_view, self.subscriptions,
                                 changes=self.changes, uploads=self.uploads, submission=submission,
-                                search=search, identities=identities)
+                                search=search, identities=identities, vacations=vacations)
         key = jwt_public_key or public_pem(signing_key())
         auth = Authenticator(AuthenticationConfig(basic=True, jwt_public_key=key), self.users)
         return JmapContext(auth, services, limits or CoreLimits())

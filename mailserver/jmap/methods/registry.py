@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mailserver.jmap.account import CallContext
-from mailserver.jmap.capabilities import CORE, MAIL, SUBMISSION
+from mailserver.jmap.capabilities import CORE, MAIL, SUBMISSION, VACATION_RESPONSE
 from mailserver.jmap.engine import Method
 from mailserver.jmap.methods import (
     changes,
@@ -19,6 +19,7 @@ from mailserver.jmap.methods import (
     query_changes,
     search_snippets,
     threads,
+    vacation_response,
 )
 
 METHODS: dict[str, Method[CallContext]] = {
@@ -39,4 +40,6 @@ METHODS: dict[str, Method[CallContext]] = {
     "Thread/get": Method(MAIL, threads.get),
     "EmailSubmission/set": Method(SUBMISSION, email_submission.set_),
     "Identity/get": Method(SUBMISSION, identities.get),
+    "VacationResponse/get": Method(VACATION_RESPONSE, vacation_response.get),
+    "VacationResponse/set": Method(VACATION_RESPONSE, vacation_response.set_),
 }
