@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import timedelta
 from email import message_from_bytes, policy
 from typing import Any
 
@@ -19,8 +20,9 @@ from mailserver.jmap.app import create_app
 from mailserver.model.address import MailAddress, Username
 from mailserver.model.flags import SystemFlag
 from mailserver.model.ids import MessageId
-from mailserver.model.mail import JMAP_AUTH_USER
+from mailserver.model.mail import JMAP_AUTH_USER, Mail
 from mailserver.model.mailbox import MailboxPath
+from mailserver.model.quota import LimitKey, QuotaRoot, QuotaType
 from mailserver.queue.memory import MemoryMailQueue
 from mailserver.rrt.can_send_from import CanSendFrom
 from mailserver.rrt.memory import MemoryRecipientRewriteTable
@@ -157,6 +159,14 @@ def test_email_set_create_refusals(jmap, world, overrides, error, properties):
     assert world.mailbox.manager.get_messages(MailboxPath.of(USER, "Drafts")) == []
 
 
+def test_email_set_create_beyond_the_users_quota_is_over_quota(jmap, world):
+    world.mailbox.quota.set_limit(LimitKey.user(QuotaRoot.for_user(world.user)), QuotaType.COUNT, 0)
+    answer = jmap.call("Email/set", create={"k1": draft(world)})
+    assert answer["created"] is None
+    assert answer["notCreated"]["k1"]["type"] == "overQuota"
+    assert world.mailbox.manager.mailbox_state(MailboxPath.of(USER, "Drafts")).count == 0
+
+
 # ------------------------------------------------------------------ Email/import
 
 def test_email_import_stores_a_held_blob_in_the_given_mailboxes(jmap, world):
@@ -285,6 +295,19 @@ def test_submission_refusals_send_nothing(jmap, world, spool, headers, envelope,
     refused = answer["notCreated"]["s1"]
     assert refused["type"] == error and refused.get("properties") == properties, refused
     assert answer["created"] is None and spooled(spool) == []
+
+
+class UnavailableSpool(MemoryMailQueue):
+    def enqueue(self, mail: Mail, delay: timedelta | None = None, *, hand_over: bool = False) -> None:
+        raise OSError("the spool is down")
+
+
+def test_a_spool_that_cannot_take_the_mail_answers_server_fail(world):
+    jmap = Jmap(world, Submission(UnavailableSpool("spool"), CanSendFrom(MemoryRecipientRewriteTable())))
+    email_id = raw_email(world, f"From: {USER}\r\nTo: {OTHER}\r\n")
+    answer = jmap.call("EmailSubmission/set", create={"s1": {"emailId": email_id}})
+    assert answer["created"] is None
+    assert answer["notCreated"]["s1"] == {"type": "serverFail", "description": "the mail could not be queued"}
 
 
 def test_submission_of_an_email_that_is_not_the_users(jmap, world, spool):
