@@ -121,8 +121,8 @@ class MailboxCommands(SessionBase):
                 feed.stop()
             feed = self._listen(mailbox.id)
         try:
-            state = manager.mailbox_state(path)
-            messages = manager.get_messages(path)
+            state = manager.mailbox_state(mailbox)   # the mailbox just looked up: no second path lookup
+            messages = manager.get_messages(mailbox)
             recent = [m.uid for m in messages if m.flags.has(SystemFlag.RECENT)]
             selected = SelectedMailbox(mailbox, path, read_only=read_only, messages=messages, state=state,
                                        recent=recent)
@@ -314,7 +314,7 @@ class MailboxCommands(SessionBase):
                 mailbox = self.manager.get_mailbox(path)
             except MailboxNotFound:
                 raise No(f"mailbox {name} does not exist", "TRYCREATE") from None
-            result = self.manager.append(path, message.stream(), internal_date=when, flags=stored_flags)
+            result = self.manager.append(mailbox, message.stream(), internal_date=when, flags=stored_flags)
             return mailbox.uid_validity, result.metadata, mailbox.id
 
         uid_validity, appended, mailbox_id = await self.blocking(append)

@@ -143,6 +143,11 @@ class MessageCommands(SessionBase):
         manager = self.manager
         return Content(meta, self.server.read_header, lambda m: manager.read_message(m.message_id))
 
+    def _open_message(self, meta: MessageMetadata) -> BinaryIO:
+        """Blocking: the message as a stream, its header from the server's header cache, so that a
+        body FETCH reads one blob (the body) once the header is known."""
+        return self.manager.open_message(meta.message_id, header=self.server.read_header(meta))
+
     # -- FETCH ----------------------------------------------------------------------------------------
     async def cmd_fetch(self, command: Command, args: Args) -> str:
         uids = await self._targets(command, args)
@@ -184,7 +189,7 @@ class MessageCommands(SessionBase):
             try:
                 for piece in pieces:   # opened before anything of this message is written: a miss costs nothing
                     if isinstance(piece, StreamSlice):
-                        streams[id(piece)] = await self.blocking(self.manager.open_message, piece.message.message_id)
+                        streams[id(piece)] = await self.blocking(self._open_message, piece.message)
             except _GONE:
                 for stream in streams.values():
                     await self.blocking(stream.close)
@@ -250,8 +255,9 @@ class MessageCommands(SessionBase):
         by_uid = command.name == "UID STORE"
         uids = [u for u in uids if u not in selected.gone]
         modified: list[int] = []
-        if unchanged_since is not None:
-            fresh = await self.blocking(self.manager.get_messages, selected.path)
+        if unchanged_since is not None and uids:
+            # The span of the targeted uids, not the whole mailbox.
+            fresh = await self.blocking(self.manager.get_messages, selected.path, min(uids), max(uids))
             current = {m.uid: m.mod_seq for m in fresh}
             modified = [u for u in uids if current.get(u, 0) > unchanged_since]
             uids = [u for u in uids if u not in modified]

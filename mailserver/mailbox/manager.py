@@ -220,14 +220,18 @@ class MailboxManager:
     def counters(self, path: MailboxPath) -> MailboxCounters:
         return self.messages.counters(self.get_mailbox(path).id)
 
-    def mailbox_state(self, path: MailboxPath) -> MailboxState:
-        mailbox = self.get_mailbox(path)
+    def _resolved(self, mailbox: MailboxPath | Mailbox) -> Mailbox:
+        """A mailbox a caller has just looked up is used as it is: one path lookup per operation."""
+        return mailbox if isinstance(mailbox, Mailbox) else self.get_mailbox(mailbox)
+
+    def mailbox_state(self, path: MailboxPath | Mailbox) -> MailboxState:
+        mailbox = self._resolved(path)
         counters = self.messages.counters(mailbox.id)
         return MailboxState(counters.count, counters.unseen, self.messages.last_uid(mailbox.id) + 1,
                             self.messages.highest_modseq(mailbox.id))
 
     # ------------------------------------------------------------------ messages
-    def append(self, path: MailboxPath, raw: bytes | BinaryIO | Iterable[bytes], *,
+    def append(self, target: MailboxPath | Mailbox, raw: bytes | BinaryIO | Iterable[bytes], *,
                internal_date: datetime | None = None, flags: Flags | None = None,
                is_delivery: bool = False, message_id: MessageId | None = None,
                body: StoredBody | None = None) -> AppendResult:
@@ -237,9 +241,11 @@ class MailboxManager:
         again after a crash) choose the id, so it can tell whether the first run stored it.
         ``body``: the body is that stored blob, which the message takes over (no second copy);
         ``raw`` is then the header alone, ended by its empty line.
+        ``target``: the mailbox's path, or the mailbox the caller has just looked up.
         """
         self._guard()
-        mailbox = self.get_mailbox(path)
+        mailbox = self._resolved(target)
+        path = mailbox.path
         parts = message_content.split(raw)  # MalformedMessage before anything is written
         try:
             if body is not None and parts.body.read(1):
@@ -313,8 +319,9 @@ class MailboxManager:
         crash: ``append_once`` would finish that one)."""
         return any(self.messages.list(m.mailbox_id, m.uid, m.uid) for m in self.messages.find_by_message_id(message_id))
 
-    def get_messages(self, path: MailboxPath, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
-        return self.messages.list(self.get_mailbox(path).id, uid_from, uid_to)
+    def get_messages(self, path: MailboxPath | Mailbox, uid_from: int = 1,
+                     uid_to: int | None = None) -> list[MessageMetadata]:
+        return self.messages.list(self._resolved(path).id, uid_from, uid_to)
 
     def find_message(self, message_id: MessageId) -> list[MessageMetadata]:
         return self.messages.find_by_message_id(message_id)
@@ -330,22 +337,30 @@ class MailboxManager:
         """The header of a message (up to and including the blank line), from its header blob only."""
         return self.blobs.read(self.blobs.default_bucket, message.header_blob_id)
 
-    def open_message(self, message_id: MessageId) -> BinaryIO:
-        """The full message as a stream (header blob, then body blob, read in chunks); close it after use."""
+    def open_message(self, message_id: MessageId, *, header: bytes | None = None) -> BinaryIO:
+        """The full message as a stream (header blob, then body blob, read in chunks); close it after use.
+
+        ``header``: the message's header as the caller already holds it (read_header's bytes, e.g.
+        from a cache), so that only the body blob is read."""
         content = self.messages.get_content(message_id)
         if content is None:
             raise MessageNotFound(f"message {message_id} not found")
         bucket = self.blobs.default_bucket
-        return io.BufferedReader(_Concatenated([lambda: self.blobs.read_stream(bucket, content.header_blob_id),
-                                                lambda: self.blobs.read_stream(bucket, content.body_blob_id)]),
+        known = header
+        first: Callable[[], BinaryIO | BlobStream] = (
+            (lambda: self.blobs.read_stream(bucket, content.header_blob_id)) if known is None
+            else (lambda: io.BytesIO(known)))
+        return io.BufferedReader(_Concatenated([first, lambda: self.blobs.read_stream(bucket, content.body_blob_id)]),
                                  buffer_size=message_content.CHUNK)
 
     def _select(self, mailbox: Mailbox, uids: Sequence[int] | None) -> list[MessageMetadata]:
-        rows = self.messages.list(mailbox.id)
         if uids is None:
-            return rows
+            return self.messages.list(mailbox.id)
+        if not uids:
+            return []
+        # The span of the wanted uids only: a STORE of one new message must not read the whole mailbox.
         wanted = set(uids)
-        return [m for m in rows if m.uid in wanted]
+        return [m for m in self.messages.list(mailbox.id, min(wanted), max(wanted)) if m.uid in wanted]
 
     def _check_quota(self, user: Username, delta: QuotaUsage) -> None:
         root = QuotaRoot.for_user(user)
@@ -475,10 +490,10 @@ def _for_event(messages: list[MessageMetadata]) -> tuple[EventMessageMetadata, .
 class _Concatenated(io.RawIOBase):
     """Blob streams read one after the other, each opened only when the previous one is exhausted."""
 
-    def __init__(self, openers: list[Callable[[], BlobStream]]) -> None:
+    def __init__(self, openers: list[Callable[[], BinaryIO | BlobStream]]) -> None:
         super().__init__()
         self._openers = list(openers)
-        self._current: BlobStream | None = None
+        self._current: BinaryIO | BlobStream | None = None
 
     def readable(self) -> bool:
         return True
