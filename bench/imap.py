@@ -192,7 +192,14 @@ class World:
         from mailserver.mailbox.wiring import cassandra_context
         from mailserver.users.cassandra import CassandraUsersRepository
 
-        session, blobs = self._exits.enter_context(scratch_backends(stack_endpoints()))
+        from mailserver.blob.cache import CachedBlobStore
+        from mailserver.blob.config import BlobStoreConfig
+
+        session, s3 = self._exits.enter_context(scratch_backends(stack_endpoints()))
+        # The small blobs cached in process as the roles cache them by default (a message's blobs are
+        # read back by the fast-view listener right after the append, and by FETCH).
+        defaults = BlobStoreConfig()
+        blobs = CachedBlobStore(s3, max_bytes=defaults.cache_bytes, max_blob_bytes=defaults.cache_max_blob_bytes)
         domains = CassandraDomainList(session)
         domains.add(self.domain)
         from mailserver.events.in_process import InProcessEventBus
