@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import random
+import threading
+from concurrent import futures
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,6 +50,7 @@ from mailserver.model.message import ComposedMessageId, EventMessageMetadata, Me
 from mailserver.model.quota import QuotaRoot, QuotaUsage
 
 FLAG_UPDATE_RETRIES = 20
+APPEND_WRITERS = 16   # blob saves in flight for concurrent appends (two per append)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,15 @@ class MailboxManager:
         self._guard = write_guard or (lambda: None)
         self._now = clock
         self.pre_deletion_hooks: list[PreDeletionHook] = list(pre_deletion_hooks)
+        self._writers: futures.ThreadPoolExecutor | None = None
+        self._writers_lock = threading.Lock()
+
+    def _io(self) -> futures.ThreadPoolExecutor:
+        """Threads that write an append's blobs while the calling thread allocates its uid and modseq."""
+        with self._writers_lock:
+            if self._writers is None:
+                self._writers = futures.ThreadPoolExecutor(APPEND_WRITERS, thread_name_prefix="append-blobs")
+            return self._writers
 
     def _before_deletion(self, messages: Sequence[tuple[MessageMetadata, Mailbox]]) -> None:
         """Tell every hook (the vault) first; a failing hook fails the deletion before anything is removed."""
@@ -253,9 +265,18 @@ class MailboxManager:
             size = parts.size + (body.size if body is not None else 0)
             self._check_quota(path.user, QuotaUsage(1, size))
             bucket = self.blobs.default_bucket
-            header_blob = self.blobs.save(bucket, parts.header, StoragePolicy.SIZE_BASED)
-            body_blob = body.blob_id if body is not None else self.blobs.save(bucket, parts.body,
-                                                                              StoragePolicy.LOW_COST)
+            # Independent of each other, so sent together (James zips the two blob saves and
+            # allocates meanwhile): the blobs, and the uid and modseq. A crash in between leaves
+            # unreferenced blobs or an unused uid, never a listed message without its content.
+            saves = [self._io().submit(self.blobs.save, bucket, parts.header, StoragePolicy.SIZE_BASED)]
+            if body is None:
+                saves.append(self._io().submit(self.blobs.save, bucket, parts.body, StoragePolicy.LOW_COST))
+            try:
+                uid, mod_seq = self.messages.next_uid(mailbox.id), self.messages.next_modseq(mailbox.id)
+            finally:
+                futures.wait(saves)   # the streams are read by the saves until they end
+            header_blob = saves[0].result()
+            body_blob = body.blob_id if body is not None else saves[1].result()
         finally:
             parts.close()
         now = self._now()
@@ -267,8 +288,7 @@ class MailboxManager:
         if is_delivery:
             flags = Flags(flags.system | {SystemFlag.RECENT}, flags.user)
         metadata = MessageMetadata(
-            mailbox_id=mailbox.id, message_id=message_id, uid=self.messages.next_uid(mailbox.id),
-            mod_seq=self.messages.next_modseq(mailbox.id), flags=flags, thread_id=message_id,
+            mailbox_id=mailbox.id, message_id=message_id, uid=uid, mod_seq=mod_seq, flags=flags, thread_id=message_id,
             internal_date=internal_date or now, save_date=now, body_start_octet=parts.body_start_octet,
             size=size, header_blob_id=str(header_blob))
         self.messages.add(metadata)
