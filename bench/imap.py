@@ -187,13 +187,12 @@ class World:
 
     def _cassandra(self):
         from bench.scratch import scratch_backends, stack_endpoints
+        from mailserver.blob.cache import CachedBlobStore
+        from mailserver.blob.config import BlobStoreConfig
         from mailserver.domains.cassandra import CassandraDomainList
         from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
         from mailserver.mailbox.wiring import cassandra_context
         from mailserver.users.cassandra import CassandraUsersRepository
-
-        from mailserver.blob.cache import CachedBlobStore
-        from mailserver.blob.config import BlobStoreConfig
 
         session, s3 = self._exits.enter_context(scratch_backends(stack_endpoints()))
         # The small blobs cached in process as the roles cache them by default (a message's blobs are

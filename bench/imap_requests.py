@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.imap import APPENDUID, PASSWORD, World, make_message  # noqa: E402
+from bench.imap import APPENDUID, PASSWORD, World, make_message
 
 COMMANDS = ("SELECT", "FETCH flags+envelope", "UID FETCH body", "SEARCH", "APPEND", "UID STORE +FLAGS")
 

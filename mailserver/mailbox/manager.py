@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import random
 import threading
-from concurrent import futures
 from collections.abc import Callable, Iterable, Sequence
+from concurrent import futures
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
