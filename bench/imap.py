@@ -34,7 +34,6 @@ machine and the date.
 from __future__ import annotations
 
 import argparse
-import math
 import multiprocessing
 import os
 import platform
@@ -45,13 +44,14 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bench.load_report import cost_lines, percentile  # noqa: E402
 
 PASSWORD = "bench-Passw0rd"  # noqa: S105 - throw-away users
 COMMANDS = ["SELECT", "FETCH flags+envelope", "UID FETCH body", "SEARCH", "APPEND", "UID STORE +FLAGS"]
@@ -64,11 +64,6 @@ def make_message(i: int, size: int) -> bytes:
               f"Message-ID: <{uuid.uuid4()}@example.com>\r\nContent-Type: text/plain\r\n\r\n").encode()
     line = b"Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n"
     return header + (line * (size // len(line) + 1))[: max(0, size - len(header))]
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
 # ---------------------------------------------------------------------------- clients (child processes)
@@ -319,13 +314,8 @@ def section(args: argparse.Namespace, worlds: dict[str, tuple[World, list[dict]]
             lines += table(run)
         lines.append("")
         for run in runs:
-            cpu = run["server_cpu"] / max(1, len(run["samples"])) * 1000
-            lines.append(f"- {run['connections']} connections: {len(run['samples'])} commands in "
-                         f"{run['duration']:g} s; server process CPU {cpu:.1f} ms per command "
-                         f"(IMAP, mailbox manager, drivers); load average {run['load'][0]:.1f} before, "
-                         f"{run['load'][1]:.1f} after")
-            for error in sorted(set(run["errors"]))[:5]:
-                lines.append(f"  - error: `{error[:160]}` (x{run['errors'].count(error)})")
+            lines += cost_lines(run, f"{run['connections']} connections", "commands", "command",
+                                server="IMAP, mailbox manager, drivers")
         lines.append("")
     return lines
 

@@ -36,13 +36,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bench.load_report import cost_lines, percentile  # noqa: E402
 
 USING = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"]
 PAGE = 50
@@ -61,11 +62,6 @@ def make_message(i: int, size: int) -> bytes:
 def users_for(sessions: int) -> int:
     """One user per session up to 10 sessions, then 4 sessions per user (100 sessions: 25 users)."""
     return max(math.ceil(sessions / SESSIONS_PER_USER), min(sessions, 10))
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
 def request_body(account: str, inbox: str) -> bytes:
@@ -252,12 +248,7 @@ def section(args: argparse.Namespace, world: World, runs: list[dict], started: d
             lines.append(f"| {run['sessions']} | {run['users']} | 0 | 0 | - | - | {failed} |")
     lines.append("")
     for run in runs:
-        cpu = run["server_cpu"] / max(1, len(run["samples"])) * 1000
-        lines.append(f"- {run['sessions']} sessions: {len(run['samples'])} requests in {run['duration']:g} s; "
-                     f"server process CPU {cpu:.1f} ms per request; load average {run['load'][0]:.1f} before, "
-                     f"{run['load'][1]:.1f} after")
-        for error in sorted(set(run["errors"]))[:5]:
-            lines.append(f"  - error: `{error[:160]}` (x{run['errors'].count(error)})")
+        lines += cost_lines(run, f"{run['sessions']} sessions", "requests", "request")
     lines.append("")
     return lines
 

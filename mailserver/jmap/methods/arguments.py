@@ -31,8 +31,13 @@ def check_get_size(ids: list[str] | None, found: int, maximum: int) -> None:
         raise MethodError("requestTooLarge", f"{count} objects asked, at most {maximum} per call (maxObjectsInGet)")
 
 
+# James's words for unknown properties differ by method; ``{name}`` and ``{unknown}`` are filled in.
+UNKNOWN_PROPERTIES = "unknown {name}: {unknown}"
+PROPERTIES_DO_NOT_EXIST = "The following properties [{unknown}] do not exist."
+
+
 def properties(arguments: dict[str, Any], known: Collection[str], default: Collection[str],
-               name: str = "properties") -> list[str]:
+               name: str = "properties", unknown_message: str = UNKNOWN_PROPERTIES) -> list[str]:
     value = arguments.get(name)
     if value is None:
         return list(default)
@@ -40,7 +45,7 @@ def properties(arguments: dict[str, Any], known: Collection[str], default: Colle
         raise invalid_arguments(f"{name} must be null or an array of property names")
     unknown = [p for p in value if p not in known]
     if unknown:
-        raise invalid_arguments(f"unknown {name}: {', '.join(unknown)}")
+        raise invalid_arguments(unknown_message.format(name=name, unknown=", ".join(unknown)))
     return list(dict.fromkeys(value))
 
 

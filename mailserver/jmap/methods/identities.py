@@ -13,8 +13,8 @@ from mailserver.identities.memory import MemoryCustomIdentityStore
 from mailserver.identities.repository import IdentityRepository
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.changes.model import INITIAL
-from mailserver.jmap.errors import MethodError, invalid_arguments
-from mailserver.jmap.methods.arguments import check_get_size, only, optional_ids
+from mailserver.jmap.errors import MethodError
+from mailserver.jmap.methods.arguments import PROPERTIES_DO_NOT_EXIST, check_get_size, only, optional_ids, properties
 from mailserver.model.address import MailAddress
 
 PROPERTIES = ("id", "name", "email", "replyTo", "bcc", "textSignature", "htmlSignature", "mayDelete", "sortOrder")
@@ -51,14 +51,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     only(arguments, {"accountId", "ids", "properties"})
     account = context.check_account(arguments)
     ids = optional_ids(arguments)
-    wanted = arguments.get("properties")
-    if wanted is None:
-        wanted = list(PROPERTIES)
-    if not isinstance(wanted, list) or not all(isinstance(p, str) for p in wanted):
-        raise invalid_arguments("properties must be null or an array of property names")
-    unknown = [p for p in wanted if p not in PROPERTIES]
-    if unknown:
-        raise invalid_arguments(f"The following properties [{', '.join(unknown)}] do not exist.")
+    wanted = properties(arguments, PROPERTIES, PROPERTIES, unknown_message=PROPERTIES_DO_NOT_EXIST)
     check_get_size(ids, 0, context.limits.max_objects_in_get)
     every = identities(context)
     found = [i for i in every if ids is None or i["id"] in ids]

@@ -13,7 +13,14 @@ from typing import Any
 from mailserver.jmap.account import CallContext
 from mailserver.jmap.changes.model import INITIAL
 from mailserver.jmap.errors import MethodError, invalid_arguments
-from mailserver.jmap.methods.arguments import check_get_size, is_id, only, set_objects
+from mailserver.jmap.methods.arguments import (
+    PROPERTIES_DO_NOT_EXIST,
+    check_get_size,
+    is_id,
+    only,
+    properties,
+    set_objects,
+)
 from mailserver.jmap.methods.email_headers import utc_date
 from mailserver.vacation.api import Vacation, VacationRepository
 
@@ -49,14 +56,7 @@ def get(arguments: dict[str, Any], context: CallContext) -> dict[str, Any]:
     ids = arguments.get("ids")
     if ids is not None and (not isinstance(ids, list) or not all(is_id(i) for i in ids)):
         raise invalid_arguments("ids must be null or an array of ids")
-    wanted = arguments.get("properties")
-    if wanted is None:
-        wanted = list(PROPERTIES)
-    if not isinstance(wanted, list) or not all(isinstance(p, str) for p in wanted):
-        raise invalid_arguments("properties must be null or an array of property names")
-    unknown = [p for p in wanted if p not in PROPERTIES]
-    if unknown:
-        raise invalid_arguments(f"The following properties [{', '.join(unknown)}] do not exist.")
+    wanted = properties(arguments, PROPERTIES, PROPERTIES, unknown_message=PROPERTIES_DO_NOT_EXIST)
     check_get_size(ids, 1, context.limits.max_objects_in_get)
     found = ids is None or SINGLETON in ids
     shown = {"id", *wanted}

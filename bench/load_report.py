@@ -1,0 +1,29 @@
+"""What the protocol load benchmarks (``bench/imap.py``, ``bench/jmap.py``) print of a run besides
+their table: the latency percentile, and per load the server's CPU per operation, the machine's
+load average around the run and the first distinct errors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The nearest-rank ``p``-th percentile of ``values`` (not empty)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def cost_lines(run: Mapping[str, Any], clients: str, operations: str, operation: str, server: str = "") -> list[str]:
+    """``- <clients>: <n> <operations> in <s> s; server process CPU <ms> per <operation>...`` and up to
+    five distinct errors with their counts. ``run`` holds ``samples``, ``duration``, ``server_cpu``
+    (seconds), ``load`` (before, after) and ``errors``; ``server`` names what the CPU covers."""
+    cpu = run["server_cpu"] / max(1, len(run["samples"])) * 1000
+    covers = f" ({server})" if server else ""
+    lines = [f"- {clients}: {len(run['samples'])} {operations} in {run['duration']:g} s; server process CPU "
+             f"{cpu:.1f} ms per {operation}{covers}; load average {run['load'][0]:.1f} before, "
+             f"{run['load'][1]:.1f} after"]
+    for error in sorted(set(run["errors"]))[:5]:
+        lines.append(f"  - error: `{error[:160]}` (x{run['errors'].count(error)})")
+    return lines
