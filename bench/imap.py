@@ -51,7 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.load_report import cost_lines, percentile  # noqa: E402
+from bench.load_report import cost_lines, load_parser, percentile  # noqa: E402
 
 PASSWORD = "bench-Passw0rd"  # noqa: S105 - throw-away users
 COMMANDS = ["SELECT", "FETCH flags+envelope", "UID FETCH body", "SEARCH", "APPEND", "UID STORE +FLAGS"]
@@ -321,14 +321,10 @@ def section(args: argparse.Namespace, worlds: dict[str, tuple[World, list[dict]]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-c", "--connections", default="10,100", help="concurrent connections, comma-separated")
-    parser.add_argument("--duration", type=float, default=40, help="measured seconds per load")
+    parser = load_parser(__doc__, "connections", duration=40)
     parser.add_argument("--seed", type=int, default=10, help="messages in each INBOX before the loads")
     parser.add_argument("--size", type=int, default=4096, help="bytes per message (seeded and appended)")
     parser.add_argument("--backends", default="cassandra", help="cassandra, memory or both (comma-separated)")
-    parser.add_argument("--client-processes", type=int, default=2)
-    parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     parser.add_argument("--profile", metavar="FILE", help="cProfile every server thread, top functions to FILE "
                         "(slows the server down: not a run to quote figures from)")
     args = parser.parse_args()

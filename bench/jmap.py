@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.load_report import cost_lines, percentile  # noqa: E402
+from bench.load_report import cost_lines, load_parser, percentile  # noqa: E402
 
 USING = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"]
 PAGE = 50
@@ -254,13 +254,9 @@ def section(args: argparse.Namespace, world: World, runs: list[dict], started: d
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-c", "--sessions", default="10,100", help="concurrent sessions, comma-separated")
-    parser.add_argument("--duration", type=float, default=30, help="measured seconds per load")
+    parser = load_parser(__doc__, "sessions", duration=30)
     parser.add_argument("--seed", type=int, default=PAGE, help="messages in each INBOX")
     parser.add_argument("--size", type=int, default=4096, help="bytes per seeded message")
-    parser.add_argument("--client-processes", type=int, default=2)
-    parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = parser.parse_args()
     loads = [int(c) for c in args.sessions.split(",")]
     started = datetime.now(UTC)

@@ -4,6 +4,7 @@ load average around the run and the first distinct errors."""
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,3 +28,14 @@ def cost_lines(run: Mapping[str, Any], clients: str, operations: str, operation:
     for error in sorted(set(run["errors"]))[:5]:
         lines.append(f"  - error: `{error[:160]}` (x{run['errors'].count(error)})")
     return lines
+
+
+def load_parser(doc: str | None, clients: str, duration: float) -> argparse.ArgumentParser:
+    """The options every load bench takes: ``-c/--<clients>`` (comma-separated loads), ``--duration``,
+    ``--client-processes`` and ``--record``; each bench adds its own."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-c", f"--{clients}", default="10,100", help=f"concurrent {clients}, comma-separated")
+    parser.add_argument("--duration", type=float, default=duration, help="measured seconds per load")
+    parser.add_argument("--client-processes", type=int, default=2)
+    parser.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
+    return parser
