@@ -43,20 +43,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.imap import make_message  # noqa: E402   (the IMAP bench's messages)
 from bench.load_report import cost_lines, load_parser, percentile  # noqa: E402
 
 USING = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"]
 PAGE = 50
 SESSIONS_PER_USER = 4   # CoreLimits.max_concurrent_requests, James's default
 LIST_PROPERTIES = ["id", "threadId", "mailboxIds", "keywords", "from", "subject", "receivedAt", "size", "preview"]
-
-
-def make_message(i: int, size: int) -> bytes:
-    header = (f"From: Sender {i % 50} <sender{i % 50}@example.com>\r\nTo: bench@example.com\r\n"
-              f"Subject: bench message {i}\r\nDate: Tue, 24 Nov 2026 10:00:00 +0000\r\n"
-              f"Message-ID: <{uuid.uuid4()}@example.com>\r\nContent-Type: text/plain\r\n\r\n").encode()
-    line = b"Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n"
-    return header + (line * (size // len(line) + 1))[: max(0, size - len(header))]
 
 
 def users_for(sessions: int) -> int:
