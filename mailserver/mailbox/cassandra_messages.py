@@ -27,6 +27,10 @@ from mailserver.model.ids import MailboxId, MessageId
 from mailserver.model.message import Attachment, MessageContent, MessageMetadata
 
 FLAG_COLUMNS = {flag: "flag" + flag.value for flag in SystemFlag}  # flagSeen, ... (stored lower-cased)
+# The per-mailbox lists of the messages carrying a flag: (table, uid column).
+FLAG_INDEXES = {SystemFlag.DELETED: ("messageDeleted", "uid"),
+                SystemFlag.RECENT: ("mailboxRecents", "recent_mesage_uid")}
+INDEX_WRITES = 100   # rows of one rebuild sent together
 METADATA_COLUMNS = ["threadId", "modSeq", *FLAG_COLUMNS.values(), "flagUser", "userFlags", "internalDate",
                     "save_date", "bodyStartOctet", "fullContentOctets", "headerContent"]
 LWT_RETRIES = 100
@@ -276,8 +280,7 @@ class CassandraMessageStore(MessageStore):
 
     def _index_flags_changed(self, old: MessageMetadata, new: MessageMetadata) -> None:
         mailbox, uid = new.mailbox_id.value, new.uid
-        for flag, table, column in ((SystemFlag.DELETED, "messageDeleted", "uid"),
-                                    (SystemFlag.RECENT, "mailboxRecents", "recent_mesage_uid")):
+        for flag, (table, column) in FLAG_INDEXES.items():
             if new.flags.has(flag) and not old.flags.has(flag):
                 self.s.execute(f"INSERT INTO {table} (mailboxId, {column}) VALUES (?, ?)", (mailbox, uid))
             elif old.flags.has(flag) and not new.flags.has(flag):
@@ -321,6 +324,18 @@ class CassandraMessageStore(MessageStore):
     def counters(self, mailbox_id: MailboxId) -> MailboxCounters:
         row = self.s.one("SELECT count, unseen FROM mailboxCounters WHERE mailboxId = ?", (mailbox_id.value,))
         return MailboxCounters(row["count"] or 0, row["unseen"] or 0) if row else MailboxCounters(0, 0)
+
+    def rebuild_flag_index(self, mailbox_id: MailboxId, flag: SystemFlag) -> int:
+        """James's way: drop the mailbox's partition of the index, then list the flagged messages
+        of ``messageIdTable`` in it. A flag changed meanwhile can be missed, as in James: run it
+        with the traffic stopped, or again."""
+        table, column = FLAG_INDEXES[flag]
+        self.s.execute(f"DELETE FROM {table} WHERE mailboxId = ?", (mailbox_id.value,))
+        uids = [m.uid for m in self.list(mailbox_id) if m.flags.has(flag)]
+        insert = f"INSERT INTO {table} (mailboxId, {column}) VALUES (?, ?)"
+        for start in range(0, len(uids), INDEX_WRITES):
+            self.s.execute_concurrently([(insert, (mailbox_id.value, uid)) for uid in uids[start:start + INDEX_WRITES]])
+        return len(uids)
 
     def clear_mailbox_indexes(self, mailbox_id: MailboxId) -> None:
         # messageCounter and modseq rows stay, as in James (a deleted id is never reused).

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mailserver.model.address import Domain, Username
+from mailserver.model.flags import SystemFlag
 from mailserver.model.ids import MailboxId, MessageId
 from mailserver.model.mailbox import Mailbox, MailboxPath
 from mailserver.model.message import MessageContent, MessageMetadata
@@ -126,6 +127,12 @@ class MessageStore(ABC):
     @abstractmethod
     def clear_mailbox_indexes(self, mailbox_id: MailboxId) -> None:
         """Drop the per-mailbox index, counter and generator partitions of a deleted mailbox."""
+
+    def rebuild_flag_index(self, mailbox_id: MailboxId, flag: SystemFlag) -> int:
+        """Rewrite the mailbox's index of the messages flagged ``flag`` (``\\Deleted`` or ``\\Recent``)
+        from the messages' own flags, as James's ``SolveMailboxFlagInconsistenciesService``; how many
+        messages it lists. A store that reads them from the flags has no index to rewrite."""
+        return sum(1 for m in self.list(mailbox_id) if m.flags.has(flag))
 
 
 @dataclass(frozen=True)

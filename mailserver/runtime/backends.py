@@ -39,6 +39,7 @@ from mailserver.users.api import UsersRepository
 from mailserver.vault.api import DeletedMessageVault
 
 if TYPE_CHECKING:
+    from mailserver.jmap.uploads import UploadRepository
     from mailserver.mailbox.subscriptions import SubscriptionStore
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,13 @@ class Backends:
         from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
 
         return CassandraSubscriptionStore(self.session)
+
+    @property
+    def uploads(self) -> UploadRepository:
+        """JMAP uploads (``uploadsV2``, the ``jmap-uploads`` bucket): stateless, so one per caller is fine."""
+        from mailserver.jmap.uploads import CassandraUploadRepository
+
+        return CassandraUploadRepository(self.session, self.blobs)
 
     @property
     def health_checks(self) -> list[HealthCheck]:

@@ -164,13 +164,12 @@ class JmapRole(HttpRole):
     def on(cls, backends: Backends, env: Any, container: MailetContainer) -> JmapRole:
         from mailserver.identities.cassandra import CassandraCustomIdentityStore
         from mailserver.identities.repository import IdentityRepository
-        from mailserver.jmap.uploads import CassandraUploadRepository
         from mailserver.vacation.cassandra import CassandraVacationRepository
 
         mailbox = backends.mailbox
         services = MailServices(mailbox.manager, mailbox.fast_view, backends.subscriptions,
                                 changes=backends.jmap_changes,
-                                uploads=CassandraUploadRepository(backends.session, backends.blobs),
+                                uploads=backends.uploads,
                                 # Submissions go to the spool the SMTP intake uses: the mailet container
                                 # processes them.
                                 submission=Submission(container.context.spool, CanSendFrom(backends.rrt)),
@@ -317,7 +316,7 @@ class WebAdminRole(HttpRole):
                                   registered_groups=registered_groups_from_env(env, backends.bus.amqp_url,
                                                                                backends.bus.names),
                                   topology=backends.bus.topology, mailboxes=backends.mailbox.manager,
-                                  subscriptions=backends.subscriptions, vault=vault,
+                                  subscriptions=backends.subscriptions, vault=vault, uploads=backends.uploads,
                                   connections=connections, droplist=CassandraDropList(backends.session),
                                   sieve_quotas=CassandraSieveQuotas(backends.session),
                                   vacations=CassandraVacationRepository(backends.session),

@@ -138,7 +138,7 @@ class Server:
                                    repositories=backends.repositories, metrics=backends.metrics,
                                    dag_runs=dag_runs, polling=polling, event_bus=event_bus,
                                    mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions,
-                                   vault=vault, user_data=user_data_parts(backends))
+                                   vault=vault, user_data=user_data_parts(backends), uploads=backends.uploads)
         connections = ConnectionRegistry()   # this node's IMAP and SMTP sessions, for WebAdmin's /servers/channels
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {

@@ -38,6 +38,7 @@ from mailserver.tasks.store import TaskStore
 
 if TYPE_CHECKING:
     from mailserver.airflow.api import DagRuns
+    from mailserver.jmap.uploads import UploadRepository
     from mailserver.mailbox.manager import MailboxManager
     from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.tasks.builtin.dag_run import Polling
@@ -76,12 +77,13 @@ def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory 
           metrics: Metrics | None = None, dag_runs: DagRuns | None = None,
           polling: Polling | None = None, event_bus: EventBusParts | None = None,
           mailboxes: MailboxManager | None = None, subscriptions: SubscriptionStore | None = None,
-          vault: VaultParts | None = None, user_data: UserDataParts | None = None) -> TaskServices:
+          vault: VaultParts | None = None, user_data: UserDataParts | None = None,
+          uploads: UploadRepository | None = None) -> TaskServices:
     """The manager and a (not started) worker able to run every built-in type it has collaborators for."""
     registry = register_builtin(TaskRegistry(), queues=queues, repositories=repositories,
                                 schema_versions=schema_versions, dag_runs=dag_runs, polling=polling,
                                 event_bus=event_bus, mailboxes=mailboxes, subscriptions=subscriptions,
-                                vault=vault, user_data=user_data)
+                                vault=vault, user_data=user_data, uploads=uploads)
     tasks_cleanup.register(registry, store)
     worker = w.TaskWorker(store, registry, settings.node, poll_interval=settings.poll_interval,
                           heartbeat_interval=settings.heartbeat_interval,
@@ -103,9 +105,10 @@ def cassandra_services(session: CassandraSession, settings: TaskSettings | None 
                        polling: Polling | None = None, event_bus: EventBusParts | None = None,
                        mailboxes: MailboxManager | None = None,
                        subscriptions: SubscriptionStore | None = None,
-                       vault: VaultParts | None = None, user_data: UserDataParts | None = None) -> TaskServices:
+                       vault: VaultParts | None = None, user_data: UserDataParts | None = None,
+                       uploads: UploadRepository | None = None) -> TaskServices:
     """The distributed setup: tasks in the keyspace, schema upgrades through this session."""
     return build(cassandra_task_store(session), settings or TaskSettings.from_env(), queues=queues,
                  repositories=repositories, schema_versions=SchemaVersions(session), metrics=metrics,
                  dag_runs=dag_runs, polling=polling, event_bus=event_bus, mailboxes=mailboxes,
-                 subscriptions=subscriptions, vault=vault, user_data=user_data)
+                 subscriptions=subscriptions, vault=vault, user_data=user_data, uploads=uploads)

@@ -38,6 +38,7 @@ from mailserver.webadmin.routes import (
     expire_messages,
     health,
     identities,
+    jmap_uploads,
     mail_queues,
     mail_repositories,
     maintenance,
@@ -108,10 +109,12 @@ def create_app(ctx: WebAdminContext) -> FastAPI:
     if ctx.tasks is not None:   # the maintenance procedures: DAG runs (503 while Airflow is not configured)
         subscribe_all = procedures.subscribe_all_task(ctx.mailboxes, ctx.subscriptions)
         app.include_router(procedures.router(ctx.tasks, ctx.dag_runs, ctx.users, subscribe_all,
-                                             procedures.create_missing_parents_task(ctx.mailboxes)))
+                                             procedures.in_process_mailboxes_tasks(ctx.mailboxes)))
         app.include_router(user_data.router(ctx.user_data_parts(), ctx.domains, ctx.tasks))
         if ctx.mailboxes is not None:
             app.include_router(expire_messages.router(ctx.mailboxes, ctx.users, ctx.tasks))
+        if ctx.uploads is not None:
+            app.include_router(jmap_uploads.router(ctx.uploads, ctx.tasks))
     # The event bus: always served, 503 where this context lacks a part (as the procedures without Airflow).
     app.include_router(event_dead_letters.router(ctx.dead_letters, ctx.bus, ctx.tasks))
     app.include_router(event_bus_groups.router(ctx.required_groups, ctx.registered_groups, ctx.topology, ctx.tasks))

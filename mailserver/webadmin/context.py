@@ -30,6 +30,7 @@ if TYPE_CHECKING:   # type hints only: the context stays importable without the 
     from mailserver.events.registered_groups import RegisteredGroups
     from mailserver.events.required_groups import RequiredGroups
     from mailserver.events.topology import BusTopology
+    from mailserver.jmap.uploads import UploadRepository
     from mailserver.mailbox.manager import MailboxManager
     from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.queue.api import MailQueueFactory
@@ -78,6 +79,7 @@ class WebAdminContext:
     identities: IdentityRepository | None = None        # /users/{u}/identities
     dlp: DlpConfigurationStore | None = None            # /dlp/rules
     vault: VaultParts | None = None                     # /deletedMessages (503 without it or without tasks)
+    uploads: UploadRepository | None = None             # DELETE /jmap/uploads (with tasks)
     # Request heads: 431 past these (server.ServerConfig reads them from the environment).
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     max_headers: int = DEFAULT_MAX_HEADERS

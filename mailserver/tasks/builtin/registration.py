@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mailserver.events.registered_groups import RegisteredGroups
     from mailserver.events.required_groups import RequiredGroups
     from mailserver.events.topology import BusTopology
+    from mailserver.jmap.uploads import UploadRepository
     from mailserver.mailbox.manager import MailboxManager
     from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.tasks.builtin.dag_run import Polling
@@ -50,7 +51,8 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
                      polling: Polling | None = None, event_bus: EventBusParts | None = None,
                      mailboxes: MailboxManager | None = None,
                      subscriptions: SubscriptionStore | None = None,
-                     vault: VaultParts | None = None, user_data: UserDataParts | None = None) -> TaskRegistry:
+                     vault: VaultParts | None = None, user_data: UserDataParts | None = None,
+                     uploads: UploadRepository | None = None) -> TaskRegistry:
     """Register the types whose collaborators this node has (a node runs what it can build).
 
     With ``dag_runs`` (Airflow configured), the maintenance procedures are DAG runs; a schema
@@ -73,9 +75,14 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
         if required is not None and registered is not None and topology is not None:
             event_bus_groups.register(registry, required, registered, topology)
     if mailboxes is not None:
-        from mailserver.tasks.builtin import user_mailboxes
+        from mailserver.tasks.builtin import flag_inconsistencies, user_mailboxes
 
         user_mailboxes.register(registry, mailboxes, subscriptions)
+        flag_inconsistencies.register(registry, mailboxes)
+    if uploads is not None:
+        from mailserver.tasks.builtin import upload_cleanup
+
+        upload_cleanup.register(registry, uploads)
     if vault is not None:
         from mailserver.tasks.builtin import vault as vault_tasks
 

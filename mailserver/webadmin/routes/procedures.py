@@ -128,13 +128,19 @@ class ProcedureSubmitter:
         return submitted(await run_in_threadpool(self.tasks.submit, task))
 
 
-def create_missing_parents_task(mailboxes: MailboxManager | None) -> Callable[[], Task] | None:
-    """James's ``CreateMissingParentsTask``, when this node has the mailboxes."""
+def in_process_mailboxes_tasks(mailboxes: MailboxManager | None) -> dict[str, Callable[[], Task]]:
+    """The ``POST /mailboxes?task=`` values run in process when this node has the mailboxes: James's
+    ``CreateMissingParentsTask`` and ``SolveMailboxFlagInconsistencyTask`` (one per target flag)."""
     if mailboxes is None:
-        return None
+        return {}
+    from mailserver.tasks.builtin.flag_inconsistencies import SELECTORS, SolveMailboxFlagInconsistencyTask
     from mailserver.tasks.builtin.user_mailboxes import CreateMissingParentsTask
 
-    return lambda: CreateMissingParentsTask(mailboxes)
+    def flag_task(flag: str) -> Callable[[], Task]:
+        return lambda: SolveMailboxFlagInconsistencyTask(mailboxes, flag)
+
+    return {CREATE_MISSING_PARENTS: lambda: CreateMissingParentsTask(mailboxes),
+            **{selector: flag_task(flag) for selector, flag in SELECTORS.items()}}
 
 
 def subscribe_all_task(mailboxes: MailboxManager | None,
@@ -149,7 +155,7 @@ def subscribe_all_task(mailboxes: MailboxManager | None,
 
 def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
            subscribe_all: Callable[[Username], Task] | None = None,
-           create_missing_parents: Callable[[], Task] | None = None) -> APIRouter:
+           mailboxes_tasks: Mapping[str, Callable[[], Task]] | None = None) -> APIRouter:
     api = APIRouter(tags=["maintenance procedures (Airflow)"])
     submitter = ProcedureSubmitter(tasks, dag_runs)
 
@@ -173,13 +179,14 @@ def router(tasks: TaskManager, dag_runs: DagRuns | None, users: UsersRepository,
                       "maxIterations, autoMerge), RecomputeMailboxCounters (trustMessageProjection), "
                       "recomputeFastViewProjectionItems (messagesPerSecond), reIndex (mode, messagesPerSecond; "
                       "reIndexFailedMessagesOf={taskId}: only the failures of that reindex task); "
-                      "all: dryRun. Runs as an Airflow DAG. ?task=createMissingParents "
-                      "(CreateMissingParentsTask) runs in process")
+                      "all: dryRun. Runs as an Airflow DAG. In process: ?task=createMissingParents "
+                      "(CreateMissingParentsTask), SolveMessageDeletedInconsistencies and "
+                      "SolveMessageRecentInconsistencies (solve-mailbox-flag-inconsistencies)")
     async def mailboxes(request: Request) -> Response:
-        if create_missing_parents is not None:
-            supported = [*MAILBOXES_TASKS, CREATE_MISSING_PARENTS]
-            if params.selector(request.query_params.get("task"), "task", supported) == CREATE_MISSING_PARENTS:
-                return submitted(await run_in_threadpool(tasks.submit, create_missing_parents()))
+        if mailboxes_tasks:
+            name = params.selector(request.query_params.get("task"), "task", [*MAILBOXES_TASKS, *mailboxes_tasks])
+            if name in mailboxes_tasks:
+                return submitted(await run_in_threadpool(tasks.submit, mailboxes_tasks[name]()))
         previous = request.query_params.get(RETRY_FAILED)
         if request.query_params.get("task") == REINDEX and previous:   # empty: ignored, as James
             return await selected(request, "task", {REINDEX: p.REINDEX_ERRORS},
