@@ -326,4 +326,5 @@ def test_create_missing_parents_creates_the_parents_a_child_lost(admin):
 
 
 def test_the_mailboxes_task_selector_lists_create_missing_parents(admin):
-    assert error(admin.client.post("/mailboxes?task=nope"))["details"].endswith(", createMissingParents]")
+    assert error(admin.client.post("/mailboxes?task=nope"))["details"].endswith(
+        ", createMissingParents, SolveMessageDeletedInconsistencies, SolveMessageRecentInconsistencies]")
