@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mailserver.airflow.http import HttpDagRuns
 from mailserver.airflow.settings import AirflowSettings
@@ -43,6 +43,12 @@ from mailserver.tasks.builtin.user_data import UserDataParts
 from mailserver.tasks.builtin.vault import VaultParts
 from mailserver.tasks.wiring import TaskSettings, cassandra_services
 
+if TYPE_CHECKING:
+    from mailserver.cassandra.session import CassandraSession
+    from mailserver.mailbox.manager import MailboxManager
+    from mailserver.rrt.api import RecipientRewriteTable
+    from mailserver.users.api import UsersRepository
+
 log = logging.getLogger(__name__)
 
 
@@ -69,12 +75,18 @@ def vault_parts(settings: ServeSettings, backends: Backends, container: MailetCo
 
 def user_data_parts(backends: Backends) -> UserDataParts:
     """The stores a ``DeleteUserDataTask`` walks on this node (the ones WebAdmin administers)."""
+    return cassandra_user_data_parts(backends.session, backends.users, backends.rrt, backends.mailbox.manager)
+
+
+def cassandra_user_data_parts(session: CassandraSession, users: UsersRepository, rrt: RecipientRewriteTable,
+                              mailboxes: MailboxManager) -> UserDataParts:
+    """``user_data_parts`` from its pieces: the subscription, delegation and identity tables of ``session``."""
     from mailserver.identities.cassandra import CassandraCustomIdentityStore
+    from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
     from mailserver.users.cassandra_delegation import CassandraDelegationStore
 
-    return UserDataParts(backends.users, backends.rrt, backends.mailbox.manager, backends.subscriptions,
-                         CassandraDelegationStore(backends.session, backends.users.contains),
-                         CassandraCustomIdentityStore(backends.session))
+    return UserDataParts(users, rrt, mailboxes, CassandraSubscriptionStore(session),
+                         CassandraDelegationStore(session, users.contains), CassandraCustomIdentityStore(session))
 
 
 def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Polling | None]:
