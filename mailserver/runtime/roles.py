@@ -270,11 +270,16 @@ class TasksRole(Role):
 
     def __init__(self, services: TaskServices) -> None:
         self.worker = services.worker
+        self.cancel_listener = services.cancel_listener
 
     def start(self) -> None:
         self.worker.start()
+        if self.cancel_listener is not None:
+            self.cancel_listener.start()
 
     def stop(self) -> None:
+        if self.cancel_listener is not None:
+            self.cancel_listener.stop()
         self.worker.stop()
 
     def alive(self) -> bool:

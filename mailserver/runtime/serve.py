@@ -41,7 +41,7 @@ from mailserver.tasks.builtin.event_bus_groups import registered_groups_from_env
 from mailserver.tasks.builtin.registration import EventBusParts
 from mailserver.tasks.builtin.user_data import UserDataParts
 from mailserver.tasks.builtin.vault import VaultParts
-from mailserver.tasks.wiring import TaskSettings, cassandra_services
+from mailserver.tasks.wiring import TaskServices, TaskSettings, cassandra_services, with_rabbitmq_cancel_requests
 
 if TYPE_CHECKING:
     from mailserver.cassandra.session import CassandraSession
@@ -122,6 +122,7 @@ class Server:
         self.backends: Backends | None = None
         self.monitor: HealthMonitor | None = None
         self.roles: list[Role] = []
+        self.tasks: TaskServices | None = None
         # Started in START_ORDER; ``Guice application lifecycle`` is healthy once all of them run.
         self.lifecycle = ApplicationLifecycle([name for name in START_ORDER if name in settings.roles])
 
@@ -151,6 +152,7 @@ class Server:
                                    dag_runs=dag_runs, polling=polling, event_bus=event_bus,
                                    mailboxes=backends.mailbox.manager, subscriptions=backends.subscriptions,
                                    vault=vault, user_data=user_data_parts(backends), uploads=backends.uploads)
+        self.tasks = with_rabbitmq_cancel_requests(tasks, bus.amqp_url, bus.queue_type)
         connections = ConnectionRegistry()   # this node's IMAP and SMTP sessions, for WebAdmin's /servers/channels
         # Consumers first, SMTP last (START_ORDER): mail accepted at once has someone to process it.
         builders = {
@@ -178,6 +180,9 @@ class Server:
             except Exception:
                 log.exception("stopping role %s failed", role.name)
         self.roles.clear()
+        if self.tasks is not None:
+            self.tasks.close()
+            self.tasks = None
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None

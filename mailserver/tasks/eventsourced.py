@@ -11,6 +11,8 @@ recorded as the James event (appended at the expected version, re-decided on a c
 appended to a finished aggregate) and projected. Reads of a report come from the projection;
 the parameters and heartbeat are added from ``claims`` (from the creation event for a task James
 wrote). A task James wrote is never claimed here: it waits in James's RabbitMQ queue, not ours.
+A cancel request a James node appended for one of our tasks reaches ``claims`` at the task's
+next heartbeat, which reads the report anyway.
 """
 
 from __future__ import annotations
@@ -74,11 +76,17 @@ class EventSourcedTaskStore(TaskStore):
     def heartbeat(self, task_id: uuid.UUID, node: str, at: datetime,
                   information: dict[str, Any] | None) -> TaskStatus | None:
         status = self.claims.heartbeat(task_id, node, at, information)
-        if status is not None and information is not None:
-            current = self.projection.get(task_id)
-            # Only progress is an event: a beat with the same counters (its timestamp aside) is none.
-            if current is None or _without_timestamp(current.additional_information) != _without_timestamp(information):
-                self._record(task_id, je.updated(information), at)
+        if status is None:
+            return None
+        current = self.projection.get(task_id)
+        if status is TaskStatus.IN_PROGRESS and current is not None and current.status is TaskStatus.CANCEL_REQUESTED:
+            # Requested by a James node: only its event says so. Noted in ``claims`` too, so the
+            # task ends canceled there as well; the event is not appended again.
+            status = self.claims.request_cancel(task_id, current.cancel_requested_node or node, at) or status
+        # Only progress is an event: a beat with the same counters (its timestamp aside) is none.
+        if information is not None and (current is None or _without_timestamp(current.additional_information)
+                                        != _without_timestamp(information)):
+            self._record(task_id, je.updated(information), at)
         return status
 
     def finish(self, task_id: uuid.UUID, node: str, status: TaskStatus, at: datetime,

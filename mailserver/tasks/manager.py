@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import time
 import uuid
@@ -17,9 +18,12 @@ from datetime import datetime
 
 from mailserver.observability.metrics import Metrics
 from mailserver.tasks.api import AwaitTimeout, Task, TaskExecutionDetails, TaskNotFound, TaskStatus, utc_now
+from mailserver.tasks.cancel_requests import CancelRequests
 from mailserver.tasks.store import TaskStore
 
 FIRST_POLL, MAX_POLL = 0.02, 0.5
+
+log = logging.getLogger(__name__)
 
 
 def default_node_name() -> str:
@@ -29,8 +33,11 @@ def default_node_name() -> str:
 
 class TaskManager:
     def __init__(self, store: TaskStore, node: str | None = None, *, metrics: Metrics | None = None,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+                 clock: Callable[[], datetime] = utc_now, cancel_requests: CancelRequests | None = None) -> None:
+        """``cancel_requests``: where a cancel request is announced to the workers of every node (James's
+        and ours) once recorded; without it, our workers see it at their next heartbeat only."""
         self.store = store
+        self.cancel_requests = cancel_requests
         self.node = node or default_node_name()
         self.metrics = metrics
         self._clock = clock
@@ -61,6 +68,8 @@ class TaskManager:
         status = self.store.request_cancel(task_id, self.node, self._clock())
         if self.metrics is not None and before is not None and status is not None and status is not before.status:
             self.metrics.tasks.labels(before.type, status.value).inc()
+        if status is TaskStatus.CANCEL_REQUESTED and self.cancel_requests is not None:
+            _announce(self.cancel_requests, task_id)
         return status
 
     def await_(self, task_id: uuid.UUID, timeout: float) -> TaskExecutionDetails:
@@ -90,3 +99,12 @@ class TaskManager:
                 raise AwaitTimeout(f"task {task_id} not finished after {timeout} s")
             await asyncio.sleep(min(pause, remaining))
             pause = min(pause * 2, MAX_POLL)
+
+
+def _announce(cancel_requests: CancelRequests, task_id: uuid.UUID) -> None:
+    # The request is recorded already: a lost announcement only delays our workers (they read it at
+    # their heartbeat), but a James worker would run the task to its end, hence the error log.
+    try:
+        cancel_requests.publish(task_id)
+    except Exception:
+        log.exception("task %s: the cancel request was recorded but not published to RabbitMQ", task_id)

@@ -1,8 +1,10 @@
 """Building a node's task services: the manager WebAdmin uses and the worker that runs tasks.
 
 Every node that serves WebAdmin needs the manager; every node that should run tasks starts the
-worker (``services.worker.start()`` at boot, ``stop()`` at shutdown). Settings come from the
-environment:
+worker (``services.worker.start()`` at boot, ``stop()`` at shutdown). With RabbitMQ
+(``with_rabbitmq_cancel_requests``), cancel requests also travel as James's do: the manager
+publishes them and each worker node hears them through its ``cancel_listener`` (started and stopped
+with the worker). Settings come from the environment:
 
 * ``MAILSERVER_NODE_NAME``: the name reported as ``submittedFrom`` / ``executedOn`` (host name by
   default); it must differ between live processes sharing a keyspace;
@@ -21,6 +23,7 @@ from mailserver.cassandra.session import CassandraSession
 from mailserver.eventsourcing.cassandra import CassandraEventStore
 from mailserver.observability.metrics import Metrics
 from mailserver.queue.api import MailQueueFactory
+from mailserver.rabbitmq_queues import QueueType
 from mailserver.repository.api import MailRepositoryStore
 from mailserver.settings import NodeSettings
 from mailserver.settings import TaskSettings as TaskEnvironment
@@ -28,6 +31,7 @@ from mailserver.tasks import worker as w
 from mailserver.tasks.builtin import tasks_cleanup
 from mailserver.tasks.builtin.migration import SchemaVersions
 from mailserver.tasks.builtin.registration import EventBusParts, register_builtin
+from mailserver.tasks.cancel_requests import CancelRequestListener, RabbitMQCancelRequests
 from mailserver.tasks.cassandra import CassandraTaskStore
 from mailserver.tasks.eventsourced import EventSourcedTaskStore
 from mailserver.tasks.james_events import TASK_EVENT_JSON
@@ -70,6 +74,19 @@ class TaskServices:
     registry: TaskRegistry
     schema_versions: SchemaVersions | None
     dag_runs: DagRuns | None = None   # Airflow, when configured: the maintenance procedures run there
+    cancel_listener: CancelRequestListener | None = None   # James's cancel requests, for this node's worker
+
+    def close(self) -> None:
+        """Release what the manager holds (its cancel-request publisher)."""
+        if self.manager.cancel_requests is not None:
+            self.manager.cancel_requests.close()
+
+
+def with_rabbitmq_cancel_requests(services: TaskServices, amqp_url: str, queue_type: QueueType) -> TaskServices:
+    """Cancel requests published to, and heard from, James's cancel-requests exchange."""
+    services.manager.cancel_requests = RabbitMQCancelRequests(amqp_url)
+    services.cancel_listener = CancelRequestListener(amqp_url, queue_type, services.worker.cancel)
+    return services
 
 
 def build(store: TaskStore, settings: TaskSettings, *, queues: MailQueueFactory | None = None,

@@ -3,9 +3,10 @@
 One control thread polls the store: it claims waiting tasks (oldest first, only types this node
 registered) up to ``parallelism``, refreshes the heartbeat of the tasks it runs (publishing their
 ``additionalInformation`` at the same time, so scripts see counters move), passes cancel requests
-on to them, and fails the running tasks of other workers whose heartbeat is older than
-``heartbeat_timeout`` (a killed process, a lost node): such tasks end visibly ``failed`` instead
-of staying ``inProgress`` forever. Each task runs on its own thread.
+on to them (``cancel`` does it at once for a request heard over RabbitMQ), and fails the running
+tasks of other workers whose heartbeat is older than ``heartbeat_timeout`` (a killed process, a
+lost node): such tasks end visibly ``failed`` instead of staying ``inProgress`` forever. Each task
+runs on its own thread.
 
 The timeout must be well above ``heartbeat_interval`` plus the clock skew between nodes: the
 heartbeat is stamped by the executing node's clock and judged by the observer's.
@@ -123,6 +124,17 @@ class TaskWorker:
     def running_ids(self) -> set[uuid.UUID]:
         with self._lock:
             return set(self._running)
+
+    def cancel(self, task_id: uuid.UUID) -> bool:
+        """Stop ``task_id`` now if this worker runs it (a cancel request heard over RabbitMQ); False
+        otherwise. It ends ``canceled``; the request itself is recorded by whoever made it."""
+        with self._lock:
+            entry = self._running.get(task_id)
+        if entry is None:
+            return False
+        log.info("task %s: cancel request received, stopping it", task_id)
+        entry.request_stop(_Stop.CANCELLED)
+        return True
 
     # ------------------------------------------------------------------ control loop
     def _loop(self) -> None:
