@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from mailserver.eventsourcing.memory import MemoryEventStore
 from mailserver.events.declarations import Binding, Exchange, Queue
+from mailserver.eventsourcing.memory import MemoryEventStore
 from mailserver.rabbitmq_queues import QueueType
 from mailserver.tasks.api import TaskStatus
 from mailserver.tasks.cancel_requests import (
