@@ -27,6 +27,11 @@ class EventListener(ABC):
     def accepts(self, event: MailboxEvent) -> bool:
         return True
 
+    def key_delivery_changed(self) -> None:
+        """On a key listener: the bus's key delivery stopped or started again (``key_delivery_epoch``
+        changed), so events may have been lost. Called on a bus thread; by default nothing."""
+        return None
+
 
 class Registration(ABC):
     @abstractmethod

@@ -49,6 +49,16 @@ class LocalKeyListeners:
         with self._lock:
             return list(self._by_key)
 
+    def delivery_changed(self) -> None:
+        """Tell every listener that key delivery stopped or started again (once each, whatever its keys)."""
+        with self._lock:
+            everyone = {id(listener): listener for listeners in self._by_key.values() for listener in listeners}
+        for listener in everyone.values():
+            try:
+                listener.key_delivery_changed()
+            except Exception:  # one listener's bug must not keep the notice from the others
+                log.exception("key listener %s failed on a key delivery change", type(listener).__name__)
+
     def run(self, key: RegistrationKey, event: MailboxEvent) -> None:
         """Call the key's listeners; a failure is logged, never retried (as James's key listeners)."""
         for listener in self.listeners(key):

@@ -128,12 +128,14 @@ class KeyRegistrationHandler(threading.Thread):
             # before is in this list (binding twice is harmless).
             apply(channel, [key_binding(self.names, self.bus_id, key) for key in self.listeners.keys()])
             self.epoch = self.connections
+            self.listeners.delivery_changed()   # after the epoch: whoever is told reads the new one
             while not self._stopping.is_set():
                 connection.process_data_events(time_limit=0.25)   # bounds how long ``stop`` waits
             channel.queue_delete(self.queue.name)   # as James's stop(): the node's keys leave with it
         finally:
             self.epoch = None
             self.connected.clear()
+            self.listeners.delivery_changed()
             self._connection = self._channel = None
             if connection.is_open:
                 connection.close()

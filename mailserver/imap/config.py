@@ -33,7 +33,7 @@ class ImapConfig:
     max_connections_per_ip: int | None = 50  # beyond: * BYE and close; None: no cap
     idle_timeout: float = 30 * 60.0          # RFC 3501 autologout timer: at least 30 minutes
     idle_timeout_before_login: float = 60.0  # a client that does not log in frees its place soon
-    idle_poll_interval: float = 2.0          # IDLE: how often a watched mailbox's state is read
+    idle_poll_interval: float = 2.0          # IDLE while the bus is down: how often the mailbox's state is read
     io_threads: int = 16                     # pool for the blocking mailbox-manager calls
     max_auth_failures: int = 3               # then * BYE
     software_name: str = "mailserver IMAP4rev1 Server"

@@ -7,7 +7,9 @@ this process, from the broker for one made elsewhere) and the session ``drain``s
 points where it reports changes. The session can rely on the events instead of reading the
 mailbox only while the bus's key delivery stays in the stretch it was in at registration
 (``EventBus.key_delivery_epoch``): after a reconnection, or while the bus is down, events may
-have been lost, and the session reads the mailbox again (``trusted`` says which).
+have been lost, and the session reads the mailbox again (``trusted`` says which). The bus tells
+its key listeners when that happens (``key_delivery_changed``): an idling session wakes then, with
+no timer of its own.
 """
 
 from __future__ import annotations
@@ -68,6 +70,13 @@ class MailboxFeed(EventListener):
     def handle(self, event: MailboxEvent) -> None:
         with self._lock:
             self._events.append(event)
+        self._wake()
+
+    def key_delivery_changed(self) -> None:
+        """The bus may have lost events (``trusted`` is False now): IDLE wakes to read the mailbox."""
+        self._wake()
+
+    def _wake(self) -> None:
         try:
             self.loop.call_soon_threadsafe(self.arrived.set)
         except RuntimeError:   # the loop is closed: the server stopped

@@ -555,15 +555,12 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                 change = None
                 waiting: set[asyncio.Future] = {line_task}
                 timeout = deadline - loop.time()
-                pushed = False
                 if selected is not None:
                     feed = self.feed
                     if feed is not None and feed.trusted:
-                        # The events come to the feed; look again now and then whether the bus lost some.
-                        pushed = True
+                        # The events come to the feed, and so does the bus's notice that it lost some.
                         change = asyncio.ensure_future(feed.arrived.wait())
-                        timeout = min(timeout, self.config.idle_poll_interval)
-                    else:
+                    else:   # degraded: no trusted feed (the bus is down or lost events)
                         change = asyncio.ensure_future(self.server.watcher.wait(selected.mailbox.id, selected.path,
                                                                                 selected.state))
                     waiting.add(change)
@@ -575,7 +572,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                     if line.strip().upper() != b"DONE":
                         raise ParseError("IDLE ends with DONE")
                     return "OK IDLE terminated"
-                if change is not None and (change in done or (pushed and loop.time() < deadline)):
+                if change is not None and change in done:
                     try:
                         await self._refresh(expunges=True)
                     except (Bye, ConnectionError):

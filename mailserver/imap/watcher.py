@@ -1,5 +1,7 @@
 """Wake IDLE sessions when their mailbox changes (RFC 2177), for a session whose selected mailbox's
-events cannot be trusted (``mailbox_feed``: the bus is down or lost events since registration).
+events cannot be trusted (``mailbox_feed``: the bus is down or lost events since registration):
+the degraded mode, and the IMAP role's one poll. The bus's notice that key delivery is back
+(``key_delivery_changed``) wakes the sessions, which read the mailbox and follow their feed again.
 
 Three sources, whichever comes first:
 
@@ -51,6 +53,10 @@ class _Wake(EventListener):
         self.watcher, self.loop, self.mailbox_id = watcher, loop, mailbox_id
 
     def handle(self, event: MailboxEvent) -> None:
+        self.key_delivery_changed()
+
+    def key_delivery_changed(self) -> None:
+        """Also when the bus comes back: the sessions read the mailbox and follow their feed again."""
         try:
             self.loop.call_soon_threadsafe(self.watcher.changed, self.mailbox_id)
         except RuntimeError:   # the loop is closed: the server stopped

@@ -30,4 +30,5 @@ class ImapSettings(EnvironmentSettings):
         "MAILSERVER_IMAP_IDLE_TIMEOUT_BEFORE_LOGIN_SECONDS", timedelta(seconds=60), "Autologout of a client that "
         "has not logged in.", "duration (bare number: seconds)")
     idle_poll: Milliseconds = setting("MAILSERVER_IMAP_IDLE_POLL_MS", timedelta(seconds=2), "How often IDLE reads "
-                                      "the watched mailbox's state.", "duration (bare number: ms)")
+                                      "the watched mailbox's state while the event bus is down (degraded mode).",
+                                      "duration (bare number: ms)")

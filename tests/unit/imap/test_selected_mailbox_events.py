@@ -10,6 +10,7 @@ import pytest
 
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
+from tests.support.events import eventually
 from tests.unit.imap.conftest import World, make_world
 from tests.unit.imap.imap_sessions import REPORT
 from tests.unit.imap.raw_client import RawImap
@@ -17,7 +18,8 @@ from tests.unit.imap.test_imap_protocol import INBOX, login
 
 
 class ReconnectingBus(InProcessEventBus):
-    """Every writer dispatches here; ``reconnect`` is what a broker reconnection reports."""
+    """Every writer dispatches here; ``reconnect`` is what a broker reconnection reports (a new epoch,
+    then the notice to the key listeners, as the RabbitMQ key consumer does)."""
 
     def __init__(self) -> None:
         super().__init__(sees_every_writer=True)
@@ -28,6 +30,7 @@ class ReconnectingBus(InProcessEventBus):
 
     def reconnect(self) -> None:
         self.epoch += 1
+        self.key_listeners.delivery_changed()
 
 
 @pytest.fixture
@@ -139,8 +142,8 @@ def test_a_lost_events_signal_makes_the_session_read_the_mailbox_again(pushed, b
     assert reads == Counter()
 
 
-def test_idle_reads_the_mailbox_again_after_a_lost_events_signal(bus, monkeypatch):
-    world = make_world(bus=bus, idle_poll_interval=0.05)
+def test_idle_reads_the_mailbox_again_when_the_bus_says_it_lost_events(bus, monkeypatch):
+    world = make_world(bus=bus, idle_poll_interval=60)   # no timer: the bus's notice wakes IDLE
     try:
         raw = selected(world)
         raw.send(b"i IDLE\r\n")
@@ -152,6 +155,46 @@ def test_idle_reads_the_mailbox_again_after_a_lost_events_signal(bus, monkeypatc
         bus.reconnect()
 
         assert raw.line() == b"* 3 EXISTS\r\n"
+        raw.send(b"DONE\r\n")
+        raw.until_tagged(b"i")
+    finally:
+        world.thread.stop()
+
+
+class FailingBus(ReconnectingBus):
+    """A bus whose key delivery can go down (no epoch, not live), as the RabbitMQ one between connections."""
+
+    def go_down(self) -> None:
+        self.epoch, self.sees_every_writer = None, False
+        self.key_listeners.delivery_changed()
+
+    def key_delivery_epoch(self) -> int | None:
+        return self.epoch
+
+
+def test_idle_polls_the_mailbox_only_while_the_bus_is_down_and_follows_its_events_again_after(monkeypatch):
+    bus = FailingBus()
+    world = make_world(bus=bus, idle_poll_interval=0.05)
+    try:
+        raw = selected(world)
+        raw.send(b"i IDLE\r\n")
+        assert raw.line() == b"+ idling\r\n"
+        bus.go_down()
+        # IDLE has read the mailbox again and waits on the watcher (its key listener beside the feed's).
+        eventually(lambda: [len(bus.key_listeners.listeners(k)) for k in bus.key_listeners.keys()] == [2], timeout=5)
+        with monkeypatch.context() as lost:   # nothing reaches the key listeners meanwhile
+            lost.setattr(bus.key_listeners, "run", lambda key, event: None)
+            world.ctx.manager.append(INBOX, REPORT, is_delivery=True)
+            assert [raw.line(), raw.line()] == [b"* 3 EXISTS\r\n", b"* 1 RECENT\r\n"]   # found by the poll
+        assert world.thread.server.watcher.polls >= 1
+
+        bus.sees_every_writer = True
+        bus.epoch = 7
+        bus.reconnect()   # IDLE reads the mailbox once more and follows its events again: the watcher is left
+        eventually(lambda: [len(bus.key_listeners.listeners(k)) for k in bus.key_listeners.keys()] == [1], timeout=5)
+        world.ctx.manager.append(INBOX, REPORT, is_delivery=True)
+
+        assert [raw.line(), raw.line()] == [b"* 4 EXISTS\r\n", b"* 2 RECENT\r\n"]
         raw.send(b"DONE\r\n")
         raw.until_tagged(b"i")
     finally:
