@@ -26,6 +26,17 @@ def nodes(vhost):
         bus.close()
 
 
+class Told(Recording):
+    """Also counts the bus's notices that key delivery stopped or came back."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self.delivery_changes = 0
+
+    def key_delivery_changed(self) -> None:
+        self.delivery_changes += 1
+
+
 def queue_exists(amqp_url: str, name: str) -> bool:
     connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
     try:
@@ -55,7 +66,7 @@ def close_connection(vhost, name: str) -> None:
 def test_an_event_dispatched_on_one_node_reaches_a_key_listener_of_another_also_after_a_reconnection(nodes, vhost):
     sender, receiver = nodes
     first, second = sample_added(), sample_added()
-    listener = Recording("")
+    listener = Told()
     registration = receiver.register_key(listener, mailbox_key(first.mailbox_id))
     assert queue_exists(vhost.amqp_url, f"mailboxEvent-eventbus-{receiver.bus_id}")
 
@@ -65,10 +76,12 @@ def test_an_event_dispatched_on_one_node_reaches_a_key_listener_of_another_also_
     assert serialize_event(listener.handled[0]) == serialize_event(first)
 
     assert receiver.key_delivery_epoch() == 1
+    eventually(lambda: listener.delivery_changes == 1, timeout=5)   # registered first: told of the first connection
     close_connection(vhost, f"mailboxEvent-eventbus-{receiver.bus_id}")   # its auto-delete queue goes with it
     eventually(lambda: receiver.keys.connections == 2 and receiver.key_delivery_live(), timeout=10)
     # Events dispatched while it was down are lost to the key listeners: the epoch tells them.
     eventually(lambda: receiver.key_delivery_epoch() == 2, timeout=10)
+    eventually(lambda: listener.delivery_changes == 3, timeout=5)   # and when it went down and came back
     sender.dispatch(dataclasses.replace(second, mailbox_id=first.mailbox_id))
 
     eventually(lambda: len(listener.handled) == 2, timeout=5)
