@@ -174,6 +174,7 @@ def section(args: argparse.Namespace, result: dict, started: datetime) -> list[s
     seen, appends = result["seen"], result["appends"]
     (b1, b5, b15), (a1, a5, a15) = result["load"]
     return [
+        "",   # the section follows another one in docs/benchmarks.md
         f"### IMAP IDLE push across processes ({started:%Y-%m-%d %H:%M} UTC, {platform.node() or 'host'}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, commit {commit()})",
         "",
