@@ -12,6 +12,7 @@ import pytest
 from mailserver.jmap.account import MailServices
 from mailserver.jmap.authentication import AuthenticationConfig
 from mailserver.jmap.config import JmapConfig
+from mailserver.jmap.uploads import MemoryUploadRepository
 from mailserver.model.flags import SystemFlag
 from mailserver.model.mailbox import MailboxPath
 from mailserver.queue.memory import MemoryMailQueue
@@ -116,7 +117,8 @@ def test_the_role_serve_builds_reads_its_settings_and_the_processs_throttle(worl
     backends = SimpleNamespace(mailbox=world.mailbox, users=world.users, subscriptions=world.subscriptions,
                                rrt=MemoryRecipientRewriteTable(), auth_throttle=throttle,
                                jmap_changes=world.changes, session=None, blobs=world.mailbox.blobs,
-                               search=memory_search(world.mailbox), push_bus=world.mailbox.bus)
+                               search=memory_search(world.mailbox), push_bus=world.mailbox.bus,
+                               uploads=MemoryUploadRepository(world.mailbox.blobs))
     container = SimpleNamespace(context=SimpleNamespace(spool=MemoryMailQueue("spool")))
     port = unused_port()
     role = JmapRole.on(backends, {"MAILSERVER_JMAP_PORT": str(port), "MAILSERVER_JMAP_JWT_PUBLIC_KEY": str(key)},
