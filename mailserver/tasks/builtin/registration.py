@@ -23,15 +23,7 @@ if TYPE_CHECKING:
     from mailserver.mailbox.subscriptions import SubscriptionStore
     from mailserver.tasks.builtin.dag_run import Polling
     from mailserver.tasks.builtin.user_data import UserDataParts
-    from mailserver.tasks.builtin.username_change import RenameParts
     from mailserver.tasks.builtin.vault import VaultParts
-
-
-def rename_parts(parts: UserDataParts) -> RenameParts:
-    """What ``UsernameChangeTask`` walks: the stores of ``DeleteUserDataTask`` it moves data in."""
-    from mailserver.tasks.builtin.username_change import RenameParts
-
-    return RenameParts(parts.users, parts.rrt, parts.mailboxes, parts.subscriptions, parts.delegation)
 
 
 @dataclass(frozen=True)
@@ -93,7 +85,7 @@ def register_builtin(registry: TaskRegistry, *, queues: MailQueueFactory | None 
         user_data_tasks.register(registry, user_data)
         from mailserver.tasks.builtin import username_change
 
-        username_change.register(registry, rename_parts(user_data))
+        username_change.register(registry, user_data)
         if user_data.mailboxes is not None:
             from mailserver.tasks.builtin import expire_mailbox
 

@@ -12,7 +12,6 @@ exists; moves go through the mailbox manager, so the current quotas follow the m
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from mailserver.mailbox.errors import MailboxNotFound
@@ -24,19 +23,9 @@ from mailserver.model.quota import LimitKey, QuotaRoot, QuotaType
 from mailserver.rrt.api import RecipientRewriteTable
 from mailserver.rrt.mapping import Mapping, MappingSource, MappingType
 from mailserver.tasks.api import Result, Task
-from mailserver.tasks.builtin.user_data import Step, StepPerformer
+from mailserver.tasks.builtin.user_data import Step, StepPerformer, UserDataParts
 from mailserver.tasks.registry import TaskRegistry
-from mailserver.users.api import UsersRepository
 from mailserver.users.delegation import DelegationStore
-
-
-@dataclass(frozen=True)
-class RenameParts:
-    users: UsersRepository
-    rrt: RecipientRewriteTable
-    mailboxes: MailboxManager | None = None
-    subscriptions: SubscriptionStore | None = None
-    delegation: DelegationStore | None = None
 
 
 def change_forwards(rrt: RecipientRewriteTable) -> Callable[[Username, Username], None]:
@@ -99,7 +88,7 @@ def change_quota(mailboxes: MailboxManager) -> Callable[[Username, Username], No
     return run
 
 
-def rename_steps(parts: RenameParts) -> list[Step]:
+def rename_steps(parts: UserDataParts) -> list[Step]:
     steps = [Step("ForwardUsernameChangeTaskStep", 0, change_forwards(parts.rrt))]
     if parts.delegation is not None:
         steps.append(Step("DelegationUsernameChangeTaskStep", 1, change_delegation(parts.delegation)))
@@ -112,7 +101,7 @@ def rename_steps(parts: RenameParts) -> list[Step]:
 class UsernameChangeTask(Task):
     type = "UsernameChangeTask"
 
-    def __init__(self, parts: RenameParts, old: Username, new: Username, from_step: str | None = None) -> None:
+    def __init__(self, parts: UserDataParts, old: Username, new: Username, from_step: str | None = None) -> None:
         self.old, self.new, self.from_step = old, new, from_step
         self.performer = StepPerformer(rename_steps(parts), from_step)
 
@@ -130,6 +119,6 @@ class UsernameChangeTask(Task):
         return info
 
 
-def register(registry: TaskRegistry, parts: RenameParts) -> None:
+def register(registry: TaskRegistry, parts: UserDataParts) -> None:
     registry.register(UsernameChangeTask.type, lambda p: UsernameChangeTask(
         parts, Username.of(p["oldUser"]), Username.of(p["newUser"]), p.get("fromStep")))

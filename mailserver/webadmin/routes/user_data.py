@@ -10,7 +10,6 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from mailserver.domains.api import DomainList
-from mailserver.tasks.builtin.registration import rename_parts
 from mailserver.tasks.builtin.user_data import (
     DeleteUserDataTask,
     DeleteUsersDataOfDomainTask,
@@ -67,7 +66,7 @@ def router(parts: UserDataParts, domains: DomainList, tasks: TaskManager) -> API
         if old == new:
             raise bad_request("'newUser' should be distinct from 'oldUser'")
         try:
-            task = UsernameChangeTask(rename_parts(parts), old, new, request.query_params.get("fromStep"))
+            task = UsernameChangeTask(parts, old, new, request.query_params.get("fromStep"))
         except UnknownStep as exc:
             raise bad_request(str(exc)) from exc
         return submitted(await run_in_threadpool(tasks.submit, task))

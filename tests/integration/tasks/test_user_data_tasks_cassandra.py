@@ -19,7 +19,7 @@ from mailserver.rrt.cassandra import CassandraRecipientRewriteTable
 from mailserver.rrt.mapping import Mapping, MappingSource
 from mailserver.runtime.serve import cassandra_user_data_parts
 from mailserver.tasks.api import Result, Task
-from mailserver.tasks.builtin.registration import register_builtin, rename_parts
+from mailserver.tasks.builtin.registration import register_builtin
 from mailserver.tasks.builtin.user_data import DeleteUserDataTask
 from mailserver.tasks.builtin.username_change import UsernameChangeTask
 from mailserver.tasks.registry import TaskRegistry
@@ -59,7 +59,7 @@ def test_rename_then_delete_data_on_the_cassandra_stores(cassandra, s3_blobs, un
     parts.delegation.add_authorized_user(old, helper)
     manager.quota.set_limit(LimitKey.user(QuotaRoot.for_user(old)), QuotaType.COUNT, 42)
 
-    renamed = rebuilt_and_run(registry, UsernameChangeTask(rename_parts(parts), old, new))
+    renamed = rebuilt_and_run(registry, UsernameChangeTask(parts, old, new))
     assert set(renamed["status"].values()) == {"DONE"}
     assert set(renamed["status"]) == {"ForwardUsernameChangeTaskStep", "DelegationUsernameChangeTaskStep",
                                       "MailboxUsernameChangeTaskStep", "QuotaUsernameChangeTaskStep"}
