@@ -12,6 +12,7 @@ from mailserver.imap.listing import Entry, list_entries
 from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normalize
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
+from mailserver.imap.qresync import parse_select_params, select_resync
 from mailserver.imap.response import astring, number, parse_date_time
 from mailserver.imap.selected import SelectedMailbox, applicable_flags
 from mailserver.imap.session_base import No, SessionBase, State
@@ -66,14 +67,15 @@ class MailboxCommands(SessionBase):
 
     async def _select(self, args: Args, *, read_only: bool) -> str:
         name = self._name(args)
-        params = args.optional_list()
+        params = parse_select_params(args.optional_list())
         args.end()
-        if params is not None:
-            for p in params:
-                if str(p).upper() != "CONDSTORE":
-                    raise ParseError(f"unknown SELECT parameter {p!r}")
+        if params.resync is not None and not self.qresync:
+            raise ParseError("QRESYNC is not enabled")   # RFC 7162 3.2.5: tagged BAD
+        if params.condstore:
             self.condstore = True
         path = self.path(name)
+        if self.selected is not None and self.qresync:   # RFC 7162 3.2.11: the old mailbox's responses end here
+            await self.send(b"* OK [CLOSED] Previous mailbox is now closed\r\n")
         previous = self.selected or self.left_by_failed_select
         feed, self.feed = self.feed, None
         self.selected, self.state = None, State.AUTHENTICATED   # a failed SELECT leaves none selected
@@ -87,7 +89,10 @@ class MailboxCommands(SessionBase):
         self.left_by_failed_select = None
         if previous is not None:
             selected.keep_recent(previous)
-        return await self._selected(selected, read_only)
+        status = await self._selected(selected, read_only)
+        if params.resync is not None:
+            await self.send(b"".join(select_resync(selected, params.resync)))
+        return status
 
     async def _selected(self, selected: SelectedMailbox, read_only: bool) -> str:
         """Tell the SELECT/EXAMINE response of the mailbox now selected."""

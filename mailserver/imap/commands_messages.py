@@ -14,6 +14,7 @@ from mailserver.imap.commands_mailboxes import parse_flags
 from mailserver.imap.esearch import esearch_response, split_return_options
 from mailserver.imap.fetch import Attribute, Content, FetchRequest, StreamSlice, parse_request, render
 from mailserver.imap.parser import Args, Command, ParseError
+from mailserver.imap.qresync import check_vanished, fetch_vanished
 from mailserver.imap.response import number
 from mailserver.imap.search import Candidate, parse_query
 from mailserver.imap.sequence import SequenceSet, format_set
@@ -98,6 +99,9 @@ class MessageCommands(SessionBase):
         selected.gone |= set(expunged) & set(selected.uids)
         if expunged:
             self.server.watcher.changed(selected.mailbox.id)
+        if expunged and self.qresync:   # RFC 7162 3.2.7, as James: the mailbox's HIGHESTMODSEQ after the expunge
+            state = await self.blocking(self.manager.mailbox_state, selected.path)
+            return f"OK [HIGHESTMODSEQ {max(1, state.highest_modseq)}] EXPUNGE completed"
         return "OK EXPUNGE completed"   # the EXPUNGE responses come with the refresh before this
 
     # -- SEARCH -------------------------------------------------------------------------------------------
@@ -150,10 +154,14 @@ class MessageCommands(SessionBase):
 
     # -- FETCH ----------------------------------------------------------------------------------------
     async def cmd_fetch(self, command: Command, args: Args) -> str:
+        uid_set = args.peek()
         uids = await self._targets(command, args)
         request = parse_request(args.rest())
         selected = self._sel()
-        if command.name == "UID FETCH":
+        if request.vanished:
+            check_vanished(command.name, request, qresync=self.qresync)
+            await self.send(b"".join(fetch_vanished(selected, SequenceSet.parse(str(uid_set)))))
+        if command.name == "UID FETCH" or self.qresync:   # QRESYNC: every FETCH says UID (RFC 7162 3.2.4)
             request = request.with_uid()
         if request.changed_since is not None:
             self.condstore = True
@@ -267,7 +275,7 @@ class MessageCommands(SessionBase):
             if updates:
                 self.server.watcher.changed(selected.mailbox.id)
         if not silent:
-            lines = [selected.fetch_flags(selected.known[u], with_uid=by_uid,
+            lines = [selected.fetch_flags(selected.known[u], with_uid=by_uid or self.qresync,
                                           with_modseq=self.condstore) for u in uids if u in selected.known]
             await self.send(b"".join(lines))
         if modified:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.message import Message
 
 from mailserver.imap import mime
@@ -87,6 +87,7 @@ class Attribute:
 class FetchRequest:
     attributes: list[Attribute]
     changed_since: int | None = None
+    vanished: bool = False   # UID FETCH's VANISHED modifier (RFC 7162 3.2.6)
 
     @property
     def sets_seen(self) -> bool:
@@ -95,12 +96,12 @@ class FetchRequest:
     def with_uid(self) -> FetchRequest:
         if any(a.name == "UID" for a in self.attributes):
             return self
-        return FetchRequest([Attribute("UID"), *self.attributes], self.changed_since)
+        return replace(self, attributes=[Attribute("UID"), *self.attributes])
 
     def with_modseq(self) -> FetchRequest:
         if any(a.name == "MODSEQ" for a in self.attributes):
             return self
-        return FetchRequest([*self.attributes, Attribute("MODSEQ")], self.changed_since)
+        return replace(self, attributes=[*self.attributes, Attribute("MODSEQ")])
 
 
 def parse_request(tokens: list[Token]) -> FetchRequest:
@@ -125,6 +126,9 @@ def parse_request(tokens: list[Token]) -> FetchRequest:
             if key == "CHANGEDSINCE" and i + 1 < len(mods) and str(mods[i + 1]).isdigit():
                 request.changed_since = int(mods[i + 1])
                 i += 2
+            elif key == "VANISHED":
+                request.vanished = True
+                i += 1
             else:
                 raise ParseError(f"unknown FETCH modifier {mods[i]!r}")
         if request.changed_since is not None:

@@ -17,6 +17,7 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import replace
 
+from mailserver.imap.qresync import runs, vanished_lines
 from mailserver.imap.response import flag_list, number, paren
 from mailserver.mailbox.manager import MailboxState
 from mailserver.model.events import UpdatedFlags
@@ -119,11 +120,13 @@ class SelectedMailbox:
                                      highest_modseq=max(self.state.highest_modseq, m.mod_seq))
                 self.state_exact = False
 
-    def report(self, *, expunges: bool, with_uid: bool, with_modseq: bool) -> list[bytes]:
+    def report(self, *, expunges: bool, with_uid: bool, with_modseq: bool, vanished: bool = False) -> list[bytes]:
         """The untagged responses for what was noted, in RFC 3501's order: EXPUNGE (only where
-        ``expunges`` allows), FLAGS for new keywords, EXISTS and RECENT, FETCH FLAGS."""
+        ``expunges`` allows; one VANISHED instead once QRESYNC is enabled, RFC 7162 3.2.10), FLAGS
+        for new keywords, EXISTS and RECENT, FETCH FLAGS."""
         out: list[bytes] = []
         recent_removed = False
+        removed: list[int] = []
         if expunges and self.gone:
             recent_removed = bool(self.recent & self.gone)
             for uid in sorted(self.gone):
@@ -134,8 +137,11 @@ class SelectedMailbox:
                 self.known.pop(uid, None)
                 self.recent.discard(uid)
                 self._told_flags.pop(uid, None)
-                out.append(b"* %d EXPUNGE\r\n" % seq)
+                removed.append(uid)
+                if not vanished:
+                    out.append(b"* %d EXPUNGE\r\n" % seq)
             self.gone.clear()
+            out += vanished_lines(runs(removed), earlier=False) if vanished else []
         added, self._added = self._added, []
         changed = [self.known[uid] for uid in sorted(self._told_flags, key=self.seq_of_or_zero)
                    if uid in self.known and uid not in self.gone]

@@ -101,6 +101,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         self.left_by_failed_select: SelectedMailbox | None = None
         self.tls = writer.get_extra_info("sslcontext") is not None
         self.condstore = False
+        self.qresync = False   # ENABLE QRESYNC: VANISHED instead of EXPUNGE, UIDs in every FETCH
         self.auth_failures = 0
         self.session_id = randomness.token_hex(8)
         self.connected_at = dt.datetime.now(dt.UTC)
@@ -154,8 +155,8 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
 
     def capabilities(self) -> list[str]:
         caps = ["IMAP4rev1", "LITERAL+", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
-                "UNSELECT", "CHILDREN", "LIST-EXTENDED", "LIST-STATUS", "SPECIAL-USE", "CONDSTORE", "ESEARCH",
-                "QUOTA", "QUOTA=RES-MESSAGE", "QUOTA=RES-STORAGE",
+                "UNSELECT", "CHILDREN", "LIST-EXTENDED", "LIST-STATUS", "SPECIAL-USE", "CONDSTORE", "QRESYNC",
+                "ESEARCH", "QUOTA", "QUOTA=RES-MESSAGE", "QUOTA=RES-STORAGE",
                 f"APPENDLIMIT={self.config.max_append_size}"]
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
@@ -348,7 +349,7 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
                 raise Bye("The selected mailbox was deleted")
         else:
             await self._resync(selected)
-        lines = selected.report(expunges=expunges, with_uid=True, with_modseq=self.condstore)
+        lines = selected.report(expunges=expunges, with_uid=True, with_modseq=self.condstore, vanished=self.qresync)
         # Messages that arrived while selected are this session's \Recent ones: claim them.
         arrived, selected.arrived_recent = selected.arrived_recent, []
         if arrived:
@@ -442,12 +443,18 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
         return "OK ID completed"
 
     async def cmd_enable(self, command: Command, args: Args) -> str:
-        enabled = []
+        enabled: list[str] = []
+        was_condstore = self.condstore
         for token in args.rest():
-            if str(token).upper() == "CONDSTORE":
-                self.condstore = True
-                enabled.append("CONDSTORE")
+            name = str(token).upper()
+            if name in ("CONDSTORE", "QRESYNC") and name not in enabled:
+                self.condstore = True   # QRESYNC implies CONDSTORE (RFC 7162 3.2.3)
+                self.qresync = self.qresync or name == "QRESYNC"
+                enabled.append(name)
         await self.send(("* ENABLED" + "".join(" " + e for e in enabled) + "\r\n").encode())
+        if self.selected is not None and self.condstore and not was_condstore:
+            # A CONDSTORE-enabling command with a mailbox selected tells its HIGHESTMODSEQ (RFC 7162 3.1), as James.
+            await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, self.selected.state.highest_modseq))
         return "OK ENABLE completed"
 
     # -- not authenticated -------------------------------------------------------------------------

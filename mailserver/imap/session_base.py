@@ -58,6 +58,7 @@ class SessionBase:
     # again (James keeps it selected then, RFC 3501 6.3.1 wants none selected).
     left_by_failed_select: SelectedMailbox | None
     condstore: bool
+    qresync: bool   # ENABLE QRESYNC was issued (RFC 7162 3.2.3)
     writer: asyncio.StreamWriter
 
     async def send(self, data: bytes) -> None:
