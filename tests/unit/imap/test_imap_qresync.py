@@ -206,6 +206,27 @@ def test_known_uids_and_sequence_match_data_narrow_the_vanished_uids(account):
     assert b"* VANISHED (EARLIER) 8,12\r\n" in lines
 
 
+def test_james_qresync_examples_give_the_same_vanished_uids(account):
+    # IMAPServerQResyncTest's mailbox: 37 messages, uid 1 expunged, then 10:12, 25:26 and 32.
+    raw, validity = account.client(37)
+    account.expunge_elsewhere([1])
+    modseq = account.highest_modseq
+    account.expunge_elsewhere([10, 11, 12, 25, 26, 32])
+    raw.command(b"e", b"ENABLE QRESYNC")
+    for known, vanished in [(b"1:37 (1,13,28 2,17,30)", b"25:26,32"),     # pairs 1 and 2 match, 3 does not
+                            (b"1:37 (1,13,28 2,17,32)", b"25:26,32"),
+                            (b"5:11,28:36 (1,10,28 2,11,29)", b"10:11,32"),
+                            (b"2:37 (1,10,28 2,11,29)", b"10:12,25:26,32"),
+                            (b"2:37", b"10:12,25:26,32"),
+                            (b"", b"1,10:12,25:26,32")]:   # James clips to the first uid present: no 1
+        lines = raw.command(b"s", b"EXAMINE INBOX (QRESYNC (%d %d %s))" % (validity, modseq, known))
+        assert lines[-1].startswith(b"s OK")
+        assert [line for line in lines if b"VANISHED" in line] == [b"* VANISHED (EARLIER) " + vanished + b"\r\n"]
+    # A sample of four billion pairs is refused before it is expanded.
+    hostile = b"EXAMINE INBOX (QRESYNC (%d 1 1:4294967295 (1:4294967295 1:4294967295)))" % validity
+    assert raw.command(b"h", hostile)[-1].startswith(b"h BAD")
+
+
 def test_a_wrong_uidvalidity_gives_no_resync_data_and_a_reselect_says_closed(account):
     raw, validity = account.client(3)
     account.expunge_elsewhere([2])
