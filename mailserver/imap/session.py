@@ -27,6 +27,7 @@ from mailserver import randomness
 from mailserver.imap.commands_mailboxes import MailboxCommands
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.commands_quota import QuotaCommands
+from mailserver.imap.commands_sort import SortCommands
 from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
 from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge, NonSyncLiteralRefused
@@ -82,12 +83,14 @@ COMMANDS: dict[str, tuple[str, frozenset[State]]] = {
     "MOVE": ("cmd_move", SELECTED), "UID MOVE": ("cmd_move", SELECTED),
     "GETQUOTAROOT": ("cmd_getquotaroot", AUTH), "GETQUOTA": ("cmd_getquota", AUTH),
     "SETQUOTA": ("cmd_setquota", AUTH),
+    "SORT": ("cmd_sort", SELECTED), "UID SORT": ("cmd_sort", SELECTED),
+    "THREAD": ("cmd_thread", SELECTED), "UID THREAD": ("cmd_thread", SELECTED),
 }
 # RFC 3501 §7.4.1: no EXPUNGE response while these run (sequence numbers would shift under the client).
-NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH"}
+NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH", "SORT", "THREAD"}
 
 
-class Session(MailboxCommands, MessageCommands, QuotaCommands):
+class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
     def __init__(self, server: ImapServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.server = server
         self.loop = asyncio.get_running_loop()   # sessions are made by the server's connection handler
@@ -156,7 +159,8 @@ class Session(MailboxCommands, MessageCommands, QuotaCommands):
     def capabilities(self) -> list[str]:
         caps = ["IMAP4rev1", "LITERAL+", "SASL-IR", "ID", "ENABLE", "IDLE", "NAMESPACE", "UIDPLUS", "MOVE",
                 "UNSELECT", "CHILDREN", "LIST-EXTENDED", "LIST-STATUS", "SPECIAL-USE", "CONDSTORE", "QRESYNC",
-                "ESEARCH", "QUOTA", "QUOTA=RES-MESSAGE", "QUOTA=RES-STORAGE",
+                "ESEARCH", "QUOTA", "QUOTA=RES-MESSAGE", "QUOTA=RES-STORAGE", "SORT", "THREAD=ORDEREDSUBJECT",
+                "THREAD=REFERENCES",
                 f"APPENDLIMIT={self.config.max_append_size}"]
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
