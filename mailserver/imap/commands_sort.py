@@ -12,7 +12,7 @@ from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.parser import Args, Command
 from mailserver.imap.response import number
 from mailserver.imap.search import Candidate, Query
-from mailserver.imap.sort import parse_criteria, parse_search, sort
+from mailserver.imap.sort import needs_headers, parse_criteria, parse_search, sort
 from mailserver.imap.thread import ordered_subject, parse_algorithm, references_threads, render, thread_message
 from mailserver.mailbox.errors import MessageNotFound
 
@@ -25,12 +25,15 @@ class SortCommands(MessageCommands):
         query = parse_search(args.rest(), "SORT")
         by_uid = command.name == "UID SORT"
 
-        def run() -> list[int]:
-            ordered = sort(self._matching(query), criteria)
-            return [c.meta.uid if by_uid else c.seq for c in ordered]
+        def run() -> list[Candidate]:
+            return sort(self._matching(query, read_headers=needs_headers(criteria)), criteria)
 
-        numbers = await self.blocking(run)
-        await self.send(b"* SORT" + b"".join(b" " + number(n) for n in numbers) + b"\r\n")
+        ordered = await self.blocking(run)
+        await self._modseq_query_seen(query)
+        line = b"* SORT" + b"".join(b" " + number(c.meta.uid if by_uid else c.seq) for c in ordered)
+        if query.modseq and ordered:   # RFC 7162 3.1.5: the highest modseq of the messages found
+            line += b" (MODSEQ " + number(max(c.meta.mod_seq for c in ordered)) + b")"
+        await self.send(line + b"\r\n")
         return "OK SORT completed"
 
     async def cmd_thread(self, command: Command, args: Args) -> str:
@@ -39,16 +42,20 @@ class SortCommands(MessageCommands):
         by_uid = command.name == "UID THREAD"
 
         def run() -> bytes:
-            messages = [thread_message(c, c.meta.uid if by_uid else c.seq) for c in self._matching(query)]
+            found = self._matching(query, read_headers=True)
+            messages = [thread_message(c, c.meta.uid if by_uid else c.seq) for c in found]
             threads = ordered_subject(messages) if algorithm == "ORDEREDSUBJECT" else references_threads(messages)
             return render(threads)
 
-        await self.send(await self.blocking(run))
+        reply = await self.blocking(run)
+        await self._modseq_query_seen(query)
+        await self.send(reply)
         return "OK THREAD completed"
 
-    def _matching(self, query: Query) -> list[Candidate]:
-        """Blocking: the selected messages the query matches, their headers read (or being read)
-        once; a message expunged meanwhile is left out."""
+    def _matching(self, query: Query, *, read_headers: bool) -> list[Candidate]:
+        """Blocking: the selected messages the query matches, in mailbox order; with
+        ``read_headers``, their headers read now, so that a message expunged meanwhile is left out
+        here rather than failing the sort."""
         selected = self._sel()
         uids = list(selected.uids)
         largest_uid = uids[-1] if uids else 0
@@ -58,8 +65,16 @@ class SortCommands(MessageCommands):
             candidate = Candidate(meta, seq, self._content(meta), uid in selected.recent, len(uids), largest_uid)
             try:
                 if query.predicate(candidate):
-                    _ = candidate.content.fields   # read now: a vanished header is skipped here, not mid-sort
+                    if read_headers:
+                        _ = candidate.content.fields
                     found.append(candidate)
             except _GONE:
                 continue
         return found
+
+    async def _modseq_query_seen(self, query: Query) -> None:
+        """A MODSEQ search key enables CONDSTORE (RFC 7162 3.1); the first time with a mailbox
+        selected, the session tells its HIGHESTMODSEQ, as SEARCH does."""
+        if query.modseq and not self.condstore:
+            self.condstore = True
+            await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, self._sel().state.highest_modseq))

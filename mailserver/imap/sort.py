@@ -106,6 +106,11 @@ def first_mailbox(fields: Message, name: str) -> str:
     return ""
 
 
+def needs_headers(criteria: Sequence[Criterion]) -> bool:
+    """Whether sorting reads the messages' headers (ARRIVAL and SIZE come from the metadata)."""
+    return any(name not in ("ARRIVAL", "SIZE") for name, _ in criteria)
+
+
 def _key(name: str) -> Callable[[Candidate], Any]:
     if name == "ARRIVAL":
         return lambda c: _timestamp(c.meta.internal_date)

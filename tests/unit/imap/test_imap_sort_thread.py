@@ -207,6 +207,27 @@ def test_sort_and_thread_over_a_session(world):
     assert raw.command(b"t", b"UID THREAD REFERENCES UTF-8 ALL")[0] == b"* THREAD (2 5)(3 4)\r\n"
 
 
+def test_sort_reads_headers_only_for_header_criteria_and_once_per_message(world):
+    raw = RawImap(world.port)
+    fill(raw)
+    headers = world.thread.server.headers
+    reads = headers.hits + headers.misses
+    raw.command(b"t", b"SORT (REVERSE SIZE ARRIVAL) UTF-8 ALL")
+    assert headers.hits + headers.misses == reads
+    raw.command(b"t", b"SORT (SUBJECT FROM DATE) UTF-8 FROM x")   # the search and three criteria: one read each
+    assert headers.hits + headers.misses == reads + len(MESSAGES)
+
+
+def test_a_modseq_search_key_enables_condstore_and_sort_tells_the_highest_modseq(world):
+    raw = RawImap(world.port)
+    fill(raw)
+    reply = raw.command(b"t", b"SORT (REVERSE ARRIVAL) UTF-8 MODSEQ 1 NOT FLAGGED")
+    assert reply[0].startswith(b"* OK [HIGHESTMODSEQ ")
+    highest = raw.command(b"s", b"SEARCH MODSEQ 1 NOT FLAGGED")[0].split(b"(")[1]   # b"MODSEQ n)\r\n"
+    assert reply[1] == b"* SORT 3 2 1 4 (" + highest
+    assert raw.command(b"t", b"SORT (ARRIVAL) UTF-8 MODSEQ 100") == [b"* SORT\r\n", b"t OK SORT completed\r\n"]
+
+
 def test_imapclient_sorts_and_threads(world):
     raw = RawImap(world.port)
     fill(raw)
