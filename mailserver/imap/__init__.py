@@ -20,6 +20,7 @@ parse server responses. So the protocol lives here, one idea per module:
 * ``watcher``    wakes IDLE sessions when their mailbox changes;
 * ``list_request``, ``listing``, ``special_use``  LIST's extended arguments and its entries;
 * ``esearch``    SEARCH RETURN options and the ``* ESEARCH`` reply;
+* ``base_subject``, ``sort``, ``thread``  SORT and THREAD (RFC 5256);
 * ``session``, ``commands_*``  the state machine and the command handlers;
 * ``server``     the asyncio server, connection cap, maintenance mode, its thread.
 

@@ -5,6 +5,9 @@ Why a hand-written scanner and not a regular expression: the leader grammar
 (``*subj-blob subj-refwd``) run as a backtracking regex is quadratic or worse on a hostile subject
 of many ``[`` blobs. The scanner works on a window ``[start, end)`` of the subject, only ever
 narrows it, and rescans a failed blob run at most twice, so it is linear in the subject's length.
+
+``mailserver.search.document.base_subject`` is another: it copies James's ``SearchUtil`` for the
+OpenSearch document, quirks included, where this one is the RFC's for IMAP.
 """
 
 from __future__ import annotations

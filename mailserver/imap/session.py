@@ -4,7 +4,7 @@ or before authentication (CAPABILITY, NOOP, LOGOUT, ID, ENABLE, STARTTLS, LOGIN,
 Commands run one at a time. A handler returns the text of its tagged response (``"OK ..."``);
 untagged data is sent as it is produced. Before the tagged response of a command run with a
 mailbox selected, the session reports what changed in it (``_refresh``): EXISTS, RECENT, FETCH
-FLAGS and, except during FETCH, STORE and SEARCH, EXPUNGE.
+FLAGS and, except during FETCH, STORE, SEARCH, SORT and THREAD, EXPUNGE.
 
 Errors map to responses: ``ParseError`` -> BAD; mailbox-layer errors -> NO with a response code
 (RFC 5530: NONEXISTENT, ALREADYEXISTS, OVERQUOTA, UNAVAILABLE for maintenance mode, ...);
