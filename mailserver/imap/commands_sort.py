@@ -1,22 +1,27 @@
 """SORT, UID SORT, THREAD and UID THREAD (RFC 5256), a mixin of ``Session``.
 
 The search keys select messages as SEARCH does; the headers SORT and THREAD compare come from the
-same ``Content`` the search used, so a message's header is read once (through the server's header
-cache, as FETCH ENVELOPE reads it) whether the search needed it or not.
+same ``Content`` the search used, so a message's header is read at most once (through the server's
+header cache, as FETCH ENVELOPE reads it), and not at all for ARRIVAL and SIZE with a search on
+flags, sizes, dates or uids.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 from mailserver.blob.api import BlobNotFound
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.parser import Args, Command
 from mailserver.imap.response import number
 from mailserver.imap.search import Candidate, Query
-from mailserver.imap.sort import needs_headers, parse_criteria, parse_search, sort
+from mailserver.imap.sort import SortRow, parse_criteria, parse_search, sort, sort_row
 from mailserver.imap.thread import ordered_subject, parse_algorithm, references_threads, render, thread_message
 from mailserver.mailbox.errors import MessageNotFound
 
 _GONE = (MessageNotFound, BlobNotFound)
+T = TypeVar("T")
 
 
 class SortCommands(MessageCommands):
@@ -25,14 +30,14 @@ class SortCommands(MessageCommands):
         query = parse_search(args.rest(), "SORT")
         by_uid = command.name == "UID SORT"
 
-        def run() -> list[Candidate]:
-            return sort(self._matching(query, read_headers=needs_headers(criteria)), criteria)
+        def run() -> list[SortRow]:
+            return sort(self._matching(query, lambda c: sort_row(c, criteria)), criteria)
 
         ordered = await self.blocking(run)
         await self._modseq_query_seen(query)
-        line = b"* SORT" + b"".join(b" " + number(c.meta.uid if by_uid else c.seq) for c in ordered)
+        line = b"* SORT" + b"".join(b" " + number(r.uid if by_uid else r.seq) for r in ordered)
         if query.modseq and ordered:   # RFC 7162 3.1.5: the highest modseq of the messages found
-            line += b" (MODSEQ " + number(max(c.meta.mod_seq for c in ordered)) + b")"
+            line += b" (MODSEQ " + number(max(r.mod_seq for r in ordered)) + b")"
         await self.send(line + b"\r\n")
         return "OK SORT completed"
 
@@ -42,8 +47,7 @@ class SortCommands(MessageCommands):
         by_uid = command.name == "UID THREAD"
 
         def run() -> bytes:
-            found = self._matching(query, read_headers=True)
-            messages = [thread_message(c, c.meta.uid if by_uid else c.seq) for c in found]
+            messages = self._matching(query, lambda c: thread_message(c, c.meta.uid if by_uid else c.seq))
             threads = ordered_subject(messages) if algorithm == "ORDEREDSUBJECT" else references_threads(messages)
             return render(threads)
 
@@ -52,25 +56,23 @@ class SortCommands(MessageCommands):
         await self.send(reply)
         return "OK THREAD completed"
 
-    def _matching(self, query: Query, *, read_headers: bool) -> list[Candidate]:
-        """Blocking: the selected messages the query matches, in mailbox order; with
-        ``read_headers``, their headers read now, so that a message expunged meanwhile is left out
-        here rather than failing the sort."""
+    def _matching(self, query: Query, keep: Callable[[Candidate], T]) -> list[T]:
+        """Blocking: what ``keep`` takes of each selected message the query matches, in mailbox
+        order. Only that is kept, not the message's parsed header: a large mailbox is sorted in
+        the memory of its sort values. A message expunged meanwhile is left out."""
         selected = self._sel()
         uids = list(selected.uids)
         largest_uid = uids[-1] if uids else 0
-        found = []
+        kept = []
         for seq, uid in enumerate(uids, start=1):
             meta = selected.known[uid]
             candidate = Candidate(meta, seq, self._content(meta), uid in selected.recent, len(uids), largest_uid)
             try:
                 if query.predicate(candidate):
-                    if read_headers:
-                        _ = candidate.content.fields
-                    found.append(candidate)
+                    kept.append(keep(candidate))
             except _GONE:
                 continue
-        return found
+        return kept
 
     async def _modseq_query_seen(self, query: Query) -> None:
         """A MODSEQ search key enables CONDSTORE (RFC 7162 3.1); the first time with a mailbox

@@ -13,6 +13,7 @@ before any message is read; the messages are the selected mailbox's, already bou
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import Message
 from email.utils import getaddresses, parsedate_to_datetime
@@ -106,11 +107,6 @@ def first_mailbox(fields: Message, name: str) -> str:
     return ""
 
 
-def needs_headers(criteria: Sequence[Criterion]) -> bool:
-    """Whether sorting reads the messages' headers (ARRIVAL and SIZE come from the metadata)."""
-    return any(name not in ("ARRIVAL", "SIZE") for name, _ in criteria)
-
-
 def _key(name: str) -> Callable[[Candidate], Any]:
     if name == "ARRIVAL":
         return lambda c: _timestamp(c.meta.internal_date)
@@ -124,9 +120,24 @@ def _key(name: str) -> Callable[[Candidate], Any]:
     return lambda c: casemap(first_mailbox(c.content.fields, field))
 
 
-def sort(candidates: Sequence[Candidate], criteria: Sequence[Criterion]) -> list[Candidate]:
-    """Blocking (reads headers): ``candidates`` in the order the criteria give, ties by sequence number."""
-    ordered = sorted(candidates, key=lambda c: c.seq)
-    for name, reverse in reversed(criteria):
-        ordered.sort(key=_key(name), reverse=reverse)
+@dataclass(frozen=True)
+class SortRow:
+    """What sorting keeps of a message: its values for the criteria, not its header."""
+    seq: int
+    uid: int
+    mod_seq: int
+    values: tuple[Any, ...]
+
+
+def sort_row(candidate: Candidate, criteria: Sequence[Criterion]) -> SortRow:
+    """Blocking (reads the header when a criterion needs it)."""
+    meta = candidate.meta
+    return SortRow(candidate.seq, meta.uid, meta.mod_seq, tuple(_key(name)(candidate) for name, _ in criteria))
+
+
+def sort(rows: Sequence[SortRow], criteria: Sequence[Criterion]) -> list[SortRow]:
+    """``rows`` in the order the criteria give, ties by sequence number."""
+    ordered = sorted(rows, key=lambda r: r.seq)
+    for index in reversed(range(len(criteria))):
+        ordered.sort(key=lambda r: r.values[index], reverse=criteria[index][1])
     return ordered

@@ -133,7 +133,7 @@ def _link(messages: Sequence[ThreadMessage]) -> list[Node]:
         if existing is not None and existing.message is None:
             current = existing                        # referenced before: the dummy becomes this message
             current.message = message
-        else:                                         # no id, or a duplicate: a node of its own
+        else:                                         # a new id, no id or a duplicate: a node of its own
             current = Node(message)
             nodes.append(current)
             if message.message_id is not None and existing is None:
