@@ -17,7 +17,14 @@ from mailserver.imap.parser import Args, Command
 from mailserver.imap.response import number
 from mailserver.imap.search import Candidate, Query
 from mailserver.imap.sort import SortRow, parse_criteria, parse_search, sort, sort_row
-from mailserver.imap.thread import ordered_subject, parse_algorithm, references_threads, render, thread_message
+from mailserver.imap.thread import (
+    ThreadTooCostly,
+    ordered_subject,
+    parse_algorithm,
+    references_threads,
+    render,
+    thread_message,
+)
 from mailserver.mailbox.errors import MessageNotFound
 
 _GONE = (MessageNotFound, BlobNotFound)
@@ -51,7 +58,10 @@ class SortCommands(MessageCommands):
             threads = ordered_subject(messages) if algorithm == "ORDEREDSUBJECT" else references_threads(messages)
             return render(threads)
 
-        reply = await self.blocking(run)
+        try:
+            reply = await self.blocking(run)
+        except ThreadTooCostly as exc:
+            return f"NO [LIMIT] {exc}"
         await self._modseq_query_seen(query)
         await self.send(reply)
         return "OK THREAD completed"

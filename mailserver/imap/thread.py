@@ -4,7 +4,10 @@
 Everything here walks with loops and explicit stacks, never recursion: a chain of 100,000 nested
 replies is a tree 100,000 levels deep. The loop check of REFERENCES step 1 walks up the parent
 chain only when the would-be child already has children (a new message has none), so threading a
-mailbox in arrival order stays linear.
+mailbox in arrival order stays linear. A mailbox crafted to make those walks long (deep chains
+re-parented again and again) cannot hold a worker: the walks share a budget proportional to the
+number of messages, and THREAD answers ``NO [LIMIT]`` when it is spent. A message contributes at
+most ``MAX_REFERENCES`` ids (its last ones: the last reference decides its parent).
 
 Dummy messages (ids referenced but not among the searched messages) have no number; after
 pruning they remain only at the top level, with two children or more, and are written as
@@ -25,6 +28,15 @@ from mailserver.imap.search import Candidate
 from mailserver.imap.sort import sent_date
 
 ALGORITHMS = ("ORDEREDSUBJECT", "REFERENCES")
+MAX_REFERENCES = 256
+# Parent-chain steps of the loop checks allowed per message threaded (plus a floor): ordinary
+# mailboxes use a few per message; only a crafted one comes near.
+LOOP_STEPS_PER_MESSAGE = 64
+LOOP_STEPS_FLOOR = 100_000
+
+
+class ThreadTooCostly(Exception):
+    """The REFERENCES loop checks spent their budget: the mailbox is built to make threading quadratic."""
 
 
 @dataclass
@@ -79,7 +91,7 @@ def message_ids(value: str | None) -> list[str]:
 
 def references(fields: Message) -> list[str]:
     """References' ids, or else In-Reply-To's first valid one."""
-    ids = message_ids(raw_value(fields, "references"))
+    ids = message_ids(raw_value(fields, "references"))[-MAX_REFERENCES:]
     return ids or message_ids(raw_value(fields, "in-reply-to"))[:1]
 
 
@@ -120,6 +132,8 @@ def _link(messages: Sequence[ThreadMessage]) -> list[Node]:
     """Step 1 and 2: the parent/child links the References make; the nodes without a parent."""
     by_id: dict[str, Node] = {}
     nodes: list[Node] = []   # every node, in creation order: the roots are taken in that order
+    budget = _LoopBudget(LOOP_STEPS_FLOOR + LOOP_STEPS_PER_MESSAGE * len(messages))
+    unlinked: set[Node] = set()   # parents a child left: their lists are cleaned once, at the end
 
     def node_of(message_id: str) -> Node:
         node = by_id.get(message_id)
@@ -140,17 +154,30 @@ def _link(messages: Sequence[ThreadMessage]) -> list[Node]:
                 by_id[message.message_id] = current
         chain = [node_of(reference) for reference in message.references]
         for parent, child in pairwise(chain):
-            if child.parent is None and not _would_loop(parent, child):
+            if child.parent is None and not _would_loop(parent, child, budget):
                 _attach(parent, child)
         if current.parent is not None:                # step 1.B: the last reference decides
-            current.parent.children.remove(current)
+            unlinked.add(current.parent)              # (a list remove per message would be quadratic)
             current.parent = None
-        if chain and not _would_loop(chain[-1], current):
+        if chain and not _would_loop(chain[-1], current, budget):
             _attach(chain[-1], current)
+    for parent in unlinked:   # a child moved back to the same parent is listed twice: its last place counts
+        kept = dict.fromkeys(child for child in reversed(parent.children) if child.parent is parent)
+        parent.children = list(reversed(kept))
     return [node for node in nodes if node.parent is None]
 
 
-def _would_loop(parent: Node, child: Node) -> bool:
+class _LoopBudget:
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise ThreadTooCostly("threading this mailbox by REFERENCES costs too much")
+
+
+def _would_loop(parent: Node, child: Node, budget: _LoopBudget) -> bool:
     """Whether ``parent`` is ``child`` or one of its descendants."""
     if parent is child:
         return True
@@ -158,6 +185,7 @@ def _would_loop(parent: Node, child: Node) -> bool:
         return False
     node: Node | None = parent
     while node is not None:
+        budget.spend()
         if node is child:
             return True
         node = node.parent

@@ -11,7 +11,13 @@ from imapclient import IMAPClient
 from mailserver.imap.base_subject import base_subject
 from mailserver.imap.parser import ParseError, tokenize
 from mailserver.imap.sort import MAX_CRITERIA, parse_criteria
-from mailserver.imap.thread import ThreadMessage, ordered_subject, references_threads, render
+from mailserver.imap.thread import (
+    ThreadMessage,
+    ThreadTooCostly,
+    ordered_subject,
+    references_threads,
+    render,
+)
 from tests.unit.imap.conftest import PASSWORD, USER
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import login
@@ -141,6 +147,29 @@ def test_a_reply_chain_100000_deep_threads_and_renders_without_recursion():
                 for n in range(depth, 0, -1)]   # the deepest first: each message arrives before its parent
     line = render(references_threads(messages))
     assert line == b"* THREAD (" + b" ".join(b"%d" % n for n in range(1, depth + 1)) + b")\r\n"
+
+
+def test_a_child_moved_back_under_the_same_parent_is_listed_once():
+    # 2's chain puts 3 under 1; then 3 arrives naming 1 as its own parent: it leaves 1 and comes back.
+    messages = [message(1, 1, "t", "a@x"), message(2, 2, "t", "b@x", ["a@x", "c@x"]),
+                message(3, 3, "t", "c@x", ["a@x"])]
+    assert render(references_threads(messages)) == b"* THREAD (1 3 2)\r\n"
+
+
+def test_a_mailbox_crafted_to_make_the_loop_checks_quadratic_is_refused():
+    # A chain 3,000 deep, then 3,000 messages that already have a child and each name the chain's
+    # end as parent: every loop check walks the whole chain (9 million steps for 9,000 messages).
+    depth = width = 3000
+    subject = base_subject("x")
+    chain = [ThreadMessage(n, n, n, subject, f"c{n}@x", [f"c{n - 1}@x"] if n > 1 else [])
+             for n in range(1, depth + 1)]
+    children = [ThreadMessage(depth + n, depth + n, 0, subject, f"k{n}@x", [f"p{n}@x"]) for n in range(width)]
+    parents = [ThreadMessage(depth + width + n, depth + width + n, 0, subject, f"p{n}@x", [f"c{depth}@x"])
+               for n in range(width)]
+    started = time.monotonic()
+    with pytest.raises(ThreadTooCostly):
+        references_threads(chain + children + parents)
+    assert time.monotonic() - started < 10
 
 
 # -- over a session --------------------------------------------------------------------------------------
