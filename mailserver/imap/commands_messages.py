@@ -205,10 +205,10 @@ class MessageCommands(SessionBase):
                 continue
             for piece in pieces:
                 if isinstance(piece, bytes):
-                    self.writer.write(piece)
+                    self.write(piece)
                 else:
                     await self._stream(piece, streams[id(piece)])
-            await self.writer.drain()
+            await self.drain()
         if missing:
             raise No("some of the requested messages no longer exist", "EXPUNGEISSUED")
         return "OK FETCH completed"
@@ -227,8 +227,8 @@ class MessageCommands(SessionBase):
                 chunk = await self.blocking(stream.read, min(CHUNK, remaining))
                 if not chunk:
                     break
-                self.writer.write(chunk)
-                await self.writer.drain()
+                self.write(chunk)
+                await self.drain()
                 remaining -= len(chunk)
         except (ConnectionError, asyncio.CancelledError):
             raise

@@ -36,6 +36,7 @@ class ImapConfig:
     idle_poll_interval: float = 2.0          # IDLE while the bus is down: how often the mailbox's state is read
     io_threads: int = 16                     # pool for the blocking mailbox-manager calls
     max_auth_failures: int = 3               # then * BYE
+    compress: bool = False                   # COMPRESS=DEFLATE (RFC 4978): James's <compress>, off by default
     software_name: str = "mailserver IMAP4rev1 Server"
 
     def __post_init__(self) -> None:

@@ -23,6 +23,7 @@ import asyncio
 import re
 import tempfile
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from mailserver.imap.parser import Literal
 
@@ -59,8 +60,16 @@ class ConnectionClosed(Exception):
     pass
 
 
+class OctetSource(Protocol):
+    """What is read of the connection: an ``asyncio.StreamReader``, or the inflating one of COMPRESS."""
+
+    async def readuntil(self, separator: bytes = ...) -> bytes: ...
+
+    async def readexactly(self, n: int) -> bytes: ...
+
+
 class CommandReader:
-    def __init__(self, reader: asyncio.StreamReader, send: Callable[[bytes], Awaitable[None]], *,
+    def __init__(self, reader: OctetSource, send: Callable[[bytes], Awaitable[None]], *,
                  max_line_length: int, max_literal_size: int, max_append_size: int,
                  max_literal_size_before_login: int, authenticated: Callable[[], bool]) -> None:
         self.reader = reader

@@ -28,6 +28,7 @@ from mailserver.imap.commands_mailboxes import MailboxCommands
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.commands_quota import QuotaCommands
 from mailserver.imap.commands_sort import SortCommands
+from mailserver.imap.compression import Deflater, InflatingReader
 from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
 from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge, NonSyncLiteralRefused
@@ -82,7 +83,7 @@ COMMANDS: dict[str, tuple[str, frozenset[State]]] = {
     "COPY": ("cmd_copy", SELECTED), "UID COPY": ("cmd_copy", SELECTED),
     "MOVE": ("cmd_move", SELECTED), "UID MOVE": ("cmd_move", SELECTED),
     "GETQUOTAROOT": ("cmd_getquotaroot", AUTH), "GETQUOTA": ("cmd_getquota", AUTH),
-    "SETQUOTA": ("cmd_setquota", AUTH),
+    "SETQUOTA": ("cmd_setquota", AUTH), "COMPRESS": ("cmd_compress", AUTH),
     "SORT": ("cmd_sort", SELECTED), "UID SORT": ("cmd_sort", SELECTED),
     "THREAD": ("cmd_thread", SELECTED), "UID THREAD": ("cmd_thread", SELECTED),
 }
@@ -105,6 +106,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
         self.tls = writer.get_extra_info("sslcontext") is not None
         self.condstore = False
         self.qresync = False   # ENABLE QRESYNC: VANISHED instead of EXPUNGE, UIDs in every FETCH
+        self.deflater: Deflater | None = None   # COMPRESS=DEFLATE once the client asked
         self.auth_failures = 0
         self.session_id = randomness.token_hex(8)
         self.connected_at = dt.datetime.now(dt.UTC)
@@ -120,7 +122,19 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
 
     # -- plumbing ----------------------------------------------------------------------------------
     async def send(self, data: bytes) -> None:
-        self.writer.write(data)
+        self.write(data)
+        await self.drain()
+
+    def write(self, data: bytes) -> None:
+        """Queue octets for the client (compressed once COMPRESS is active); ``drain`` sends them."""
+        if self.deflater is not None:
+            data = self.deflater.compress(data)
+        if data:
+            self.writer.write(data)
+
+    async def drain(self) -> None:
+        if self.deflater is not None:
+            self.writer.write(self.deflater.flush())
         await self.writer.drain()
 
     async def blocking(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -162,6 +176,8 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
                 "ESEARCH", "QUOTA", "QUOTA=RES-MESSAGE", "QUOTA=RES-STORAGE", "SORT", "THREAD=ORDEREDSUBJECT",
                 "THREAD=REFERENCES",
                 f"APPENDLIMIT={self.config.max_append_size}"]
+        if self.config.compress:
+            caps.append("COMPRESS=DEFLATE")
         if self.state is State.NOT_AUTHENTICATED:
             if self.server.tls_context is not None and not self.tls:
                 caps.append("STARTTLS")
@@ -223,7 +239,8 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
 
     def describe(self) -> ConnectionDescription:
         """James's IMAP channel description (``protocolSpecificInformation`` as strings)."""
-        specific = {"isIdling": str(self.idling).lower(), "requestCount": str(self.request_count)}
+        specific = {"isIdling": str(self.idling).lower(), "requestCount": str(self.request_count),
+                    "isCompressed": str(self.deflater is not None).lower()}
         if self.user is not None:
             specific["loggedInUser"] = self.user.value
         if self.selected is not None:
@@ -460,6 +477,24 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
             # A CONDSTORE-enabling command with a mailbox selected tells its HIGHESTMODSEQ (RFC 7162 3.1), as James.
             await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, self.selected.state.highest_modseq))
         return "OK ENABLE completed"
+
+    async def cmd_compress(self, command: Command, args: Args) -> str | None:
+        """RFC 4978: answer OK uncompressed, then raw DEFLATE both ways (the client's next octets included)."""
+        mechanism = args.atom("compression mechanism").upper()
+        args.end()
+        if not self.config.compress:   # as James with compress off: a command it does not know
+            return f"BAD Unknown command {command.name}"
+        if self.deflater is not None:
+            return "NO [COMPRESSIONACTIVE] DEFLATE is already active"
+        tls = self.writer.get_extra_info("ssl_object")
+        if tls is not None and tls.compression() is not None:
+            return "NO [COMPRESSIONACTIVE] TLS compression is active"
+        if mechanism != "DEFLATE":
+            return f"BAD Unsupported compression mechanism {mechanism}"
+        await self.send(f"{command.tag} OK DEFLATE active\r\n".encode())
+        self.deflater = Deflater()
+        self.commands.reader = InflatingReader(self.reader, self.config.max_line_length + 2)
+        return None
 
     # -- not authenticated -------------------------------------------------------------------------
     async def cmd_starttls(self, command: Command, args: Args) -> str | None:

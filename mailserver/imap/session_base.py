@@ -64,6 +64,13 @@ class SessionBase:
     async def send(self, data: bytes) -> None:
         raise NotImplementedError
 
+    def write(self, data: bytes) -> None:
+        """Queue octets for the client; ``drain`` sends them."""
+        raise NotImplementedError
+
+    async def drain(self) -> None:
+        raise NotImplementedError
+
     async def blocking(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run a blocking call in the server's pool."""
         raise NotImplementedError

@@ -175,7 +175,7 @@ class ServeSettings:
             max_literal_size_before_login=i.literal_limit_before_login,
             idle_timeout=i.idle_timeout.total_seconds(),
             idle_timeout_before_login=i.idle_timeout_before_login.total_seconds(),
-            idle_poll_interval=i.idle_poll.total_seconds(),
+            idle_poll_interval=i.idle_poll.total_seconds(), compress=i.compress,
         )
         return cls(
             roles=parse_roles(roles if roles is not None else node.roles),

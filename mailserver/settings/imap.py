@@ -29,6 +29,8 @@ class ImapSettings(EnvironmentSettings):
     idle_timeout_before_login: PositiveSeconds = setting(
         "MAILSERVER_IMAP_IDLE_TIMEOUT_BEFORE_LOGIN_SECONDS", timedelta(seconds=60), "Autologout of a client that "
         "has not logged in.", "duration (bare number: seconds)")
+    compress: Flag = setting("MAILSERVER_IMAP_COMPRESS", False, "Offer COMPRESS=DEFLATE (RFC 4978; James's "
+                             "`compress`, off by default as there).", "boolean")
     idle_poll: Milliseconds = setting("MAILSERVER_IMAP_IDLE_POLL_MS", timedelta(seconds=2), "How often IDLE reads "
                                       "the watched mailbox's state while the event bus is down (degraded mode).",
                                       "duration (bare number: ms)")
