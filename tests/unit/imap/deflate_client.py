@@ -47,7 +47,7 @@ def deflate(compressor, data: bytes) -> bytes:
 class DeflateIMAP4(imaplib.IMAP4):
     def compress(self) -> tuple:
         """COMPRESS DEFLATE, then both ways compressed (the server sends nothing unasked after its OK)."""
-        response = self._simple_command("COMPRESS", "DEFLATE")
+        response = self.xatom("COMPRESS", "DEFLATE")
         if response[0] == "OK":
             self._deflater = deflater()
             self.file = io.BufferedReader(InflatingSocket(self.sock))
