@@ -50,9 +50,9 @@ class InflatingReader:
             except zlib.error as exc:
                 raise CorruptStream(f"invalid DEFLATE data from the client: {exc}") from None
             self._output_was_full = len(out) == STEP
+            self._buffer += out   # before yielding: a cancelled read must not lose inflated octets
             await asyncio.sleep(0)   # inflating without reading the network must not hold the loop
             if out:
-                self._buffer += out
                 return
 
     async def readuntil(self, separator: bytes = b"\n") -> bytes:

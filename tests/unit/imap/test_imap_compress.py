@@ -66,6 +66,8 @@ def test_compress_needs_authentication_and_a_known_mechanism(small):
 def test_after_ok_both_ways_are_raw_deflate_and_a_second_compress_is_refused(small):
     raw = compressed_session(small)
     assert raw.command(b"a", b"CAPABILITY")[-1] == b"a OK CAPABILITY completed\r\n"
+    described = small.thread.server.describe_connections()
+    assert "true" in [d.protocol_specific["isCompressed"] for d in described], "James's channel field"
     assert raw.command(b"b", b"COMPRESS DEFLATE")[-1] == b"b NO [COMPRESSIONACTIVE] DEFLATE is already active\r\n"
     assert raw.command(b"c", b"LOGOUT")[-1] == b"c OK LOGOUT completed\r\n"
     assert raw.closed()
@@ -182,3 +184,20 @@ def test_a_stalled_compressed_client_does_not_hold_the_others(small):
     assert small.client().noop()[0] == "OK"
     raw.send_compressed(half[len(half) // 2:])
     assert raw.until_tagged(b"a")[-1] == b"a OK LIST completed\r\n"
+
+
+def test_a_cancelled_read_loses_no_inflated_octets():
+    """IDLE and the autologout timer cancel reads: what was inflated must stay for the next one."""
+    async def cancel_then_read() -> bytes:
+        stream = asyncio.StreamReader()
+        stream.feed_data(deflate(deflater(), b"a NOOP\r\n"))
+        stream.feed_eof()   # a lost line fails at once instead of waiting
+        reader = InflatingReader(stream, LINE_LIMIT + 2)
+        first = asyncio.ensure_future(reader.readuntil(b"\n"))
+        await asyncio.sleep(0)   # the read inflates the line, then yields to the loop
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return await reader.readuntil(b"\n")
+
+    assert asyncio.run(cancel_then_read()) == b"a NOOP\r\n"
