@@ -17,6 +17,7 @@ from tests.unit.imap.conftest import USER, make_world
 from tests.unit.imap.deflate_client import DeflateRaw, deflate, deflater
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import login
+from tests.unit.smtp.smtp_helpers import insecure_client_context, self_signed
 
 MiB = 1024 * 1024
 LINE_LIMIT = 4096
@@ -201,3 +202,21 @@ def test_a_cancelled_read_loses_no_inflated_octets():
         return await reader.readuntil(b"\n")
 
     assert asyncio.run(cancel_then_read()) == b"a NOOP\r\n"
+
+
+def test_compress_after_starttls_deflates_inside_tls(tmp_path):
+    cert, key = self_signed(tmp_path)
+    w = make_world(compress=True, tls_cert=cert, tls_key=key)
+    try:
+        raw = DeflateRaw(w.port)
+        assert raw.command(b"t", b"STARTTLS") == [b"t OK Begin TLS negotiation now\r\n"]
+        raw.starttls(insecure_client_context())
+        login(raw)
+        assert raw.compress() == b"z OK DEFLATE active\r\n"
+        assert raw.command(b"s", b"SELECT INBOX")[-1].startswith(b"s OK [READ-WRITE]")
+        raw.send(b"i IDLE\r\n")
+        assert raw.line() == b"+ idling\r\n"
+        raw.send(b"DONE\r\n")
+        assert raw.until_tagged(b"i")[-1] == b"i OK IDLE terminated\r\n"
+    finally:
+        w.thread.stop()
