@@ -2,7 +2,9 @@
 
 Limits are enforced before data is kept, so an oversized command costs no memory:
 
-* a line longer than ``max_line_length`` is skipped up to its end (``LineTooLong``);
+* a line longer than ``max_line_length`` is skipped up to its end (``LineTooLong``), except in a
+  compressed stream (COMPRESS), where skipping would inflate as much as the client likes, a thousand
+  octets for each it sends: there it is not read further and the session ends (``OverlongLineUnskipped``);
 * a synchronizing literal ``{n}`` over the limit is refused *before* the ``+`` continuation,
   so the client never sends it (``LiteralTooLarge``);
 * a non-synchronizing literal ``{n+}`` (LITERAL+, RFC 7888) is held to the same limits; one
@@ -48,6 +50,10 @@ class LineTooLong(CommandTooLarge):
     pass
 
 
+class OverlongLineUnskipped(LineTooLong):
+    """An overlong line left unread: the stream is out of step with the commands, the session must end."""
+
+
 class LiteralTooLarge(CommandTooLarge):
     pass
 
@@ -79,6 +85,7 @@ class CommandReader:
         self.max_append_size = max_append_size
         self.max_literal_size_before_login = max_literal_size_before_login
         self.authenticated = authenticated
+        self.skips_overlong_lines = True   # False once the stream is compressed (see the module's docstring)
 
     async def read_line(self) -> bytes:
         """One line without its CRLF (a bare LF is accepted); LineTooLong after skipping it."""
@@ -88,10 +95,13 @@ class CommandReader:
             raise ConnectionClosed() from exc
         except asyncio.LimitOverrunError as exc:
             head = await self.reader.readexactly(min(exc.consumed, 64)) if exc.consumed else b""
-            await self._skip_line(exc.consumed - len(head))
             match = _HEAD.match(head)
-            raise LineTooLong(f"command line longer than {self.max_line_length} octets",
-                              match.group(1).decode("ascii", "replace") if match else None) from None
+            tag = match.group(1).decode("ascii", "replace") if match else None
+            message = f"command line longer than {self.max_line_length} octets"
+            if not self.skips_overlong_lines:
+                raise OverlongLineUnskipped(message, tag) from None
+            await self._skip_line(exc.consumed - len(head))
+            raise LineTooLong(message, tag) from None
         if len(line) > self.max_line_length + 2:
             raise LineTooLong(f"command line longer than {self.max_line_length} octets", None)
         return line[:-2] if line.endswith(b"\r\n") else line[:-1]

@@ -31,7 +31,14 @@ from mailserver.imap.commands_sort import SortCommands
 from mailserver.imap.compression import Deflater, InflatingReader
 from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.parser import Args, Command, ParseError, parse_command
-from mailserver.imap.reader import CommandReader, ConnectionClosed, LineTooLong, LiteralTooLarge, NonSyncLiteralRefused
+from mailserver.imap.reader import (
+    CommandReader,
+    ConnectionClosed,
+    LineTooLong,
+    LiteralTooLarge,
+    NonSyncLiteralRefused,
+    OverlongLineUnskipped,
+)
 from mailserver.imap.response import quoted
 from mailserver.imap.search import BadCharset
 from mailserver.imap.selected import SelectedMailbox
@@ -260,6 +267,10 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
                 self.server.count("imapCommandsBad")
                 await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
                 raise Bye("Refused non-synchronizing literal; closing the connection") from None
+            except OverlongLineUnskipped as exc:   # compressed: skipping it would inflate without bound
+                self.server.count("imapCommandsBad")
+                await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
+                raise Bye("Overlong command line in a compressed stream; closing the connection") from None
             except LineTooLong as exc:
                 self.server.count("imapCommandsBad")
                 await self.send(f"{exc.tag or '*'} BAD [TOOBIG] {exc}\r\n".encode())
@@ -494,6 +505,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
         await self.send(f"{command.tag} OK DEFLATE active\r\n".encode())
         self.deflater = Deflater()
         self.commands.reader = InflatingReader(self.reader, self.config.max_line_length + 2)
+        self.commands.skips_overlong_lines = False
         return None
 
     # -- not authenticated -------------------------------------------------------------------------

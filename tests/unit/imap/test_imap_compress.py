@@ -10,7 +10,7 @@ import zlib
 import pytest
 
 from mailserver.imap.compression import InflatingReader
-from mailserver.imap.reader import CommandReader, LineTooLong
+from mailserver.imap.reader import CommandReader, LineTooLong, OverlongLineUnskipped
 from mailserver.model.address import Username
 from mailserver.model.mailbox import MailboxPath
 from tests.unit.imap.conftest import USER, make_world
@@ -137,34 +137,50 @@ def test_idle_is_woken_through_the_compressed_stream(small):
     raw.command(b"d", b"DELETE Idle")
 
 
-def test_a_decompression_bomb_line_is_skipped_as_an_overlong_line_and_the_session_goes_on(small):
+def test_a_decompression_bomb_line_is_refused_and_ends_the_session(small):
     raw = compressed_session(small)
     raw.send_compressed(deflate(deflater(), b"a LIST ") + bomb(16) + deflate(deflater(), b"\r\n"))
     assert raw.line() == b"a BAD [TOOBIG] command line longer than 4096 octets\r\n"
-    raw.deflater = deflater()   # the next commands from a fresh compressor: none refers back past the bomb
-    assert raw.command(b"n", b"NOOP")[-1] == b"n OK NOOP completed\r\n"
+    assert raw.line().startswith(b"* BYE ")
 
 
-def test_inflating_a_bomb_keeps_to_the_line_limit_in_memory():
-    async def read_bombed() -> tuple[LineTooLong, bytes]:
+def test_an_overlong_compressed_line_is_refused_without_inflating_the_rest():
+    """Skipping the line would inflate the whole bomb (a thousand octets per octet sent): the reader
+    stops at the limit, even with more of the line still to come."""
+    async def read_bombed() -> LineTooLong:
         stream = asyncio.StreamReader()
-        stream.feed_data(deflate(deflater(), b"a LIST ") + bomb(16) + deflate(deflater(), b"\r\nb NOOP\r\n"))
-        stream.feed_eof()
+        stream.feed_data(deflate(deflater(), b"a LIST ") + bomb(16))   # no end of line, no end of stream
         reader = CommandReader(InflatingReader(stream, LINE_LIMIT + 2), _ignore, max_line_length=LINE_LIMIT,
                                max_literal_size=1024, max_append_size=MiB, max_literal_size_before_login=1024,
                                authenticated=lambda: True)
+        reader.skips_overlong_lines = False
+        with pytest.raises(OverlongLineUnskipped) as refused:
+            await asyncio.wait_for(reader.read_command(), 30)
+        return refused.value
+
+    tracemalloc.start()
+    try:
+        refused = asyncio.run(read_bombed())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert refused.tag == "a"
+    assert peak < 2 * MiB, f"a peak of {peak / MiB:.1f} MiB"
+
+
+def test_a_plain_overlong_line_is_still_skipped_and_the_session_goes_on():
+    async def read_plain() -> tuple[LineTooLong, bytes]:
+        stream = asyncio.StreamReader(limit=LINE_LIMIT + 2)   # as the server opens its connections
+        stream.feed_data(b"a LIST " + b"A" * (4 * LINE_LIMIT) + b"\r\nb NOOP\r\n")
+        stream.feed_eof()
+        reader = CommandReader(stream, _ignore, max_line_length=LINE_LIMIT, max_literal_size=1024,
+                               max_append_size=MiB, max_literal_size_before_login=1024, authenticated=lambda: True)
         with pytest.raises(LineTooLong) as refused:
             await reader.read_command()
         return refused.value, bytes(await reader.read_line())
 
-    tracemalloc.start()
-    try:
-        refused, next_line = asyncio.run(read_bombed())
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert refused.tag == "a" and next_line == b"b NOOP"
-    assert peak < 2 * MiB, f"16 MiB inflated with a peak of {peak / MiB:.1f} MiB"
+    refused, next_line = asyncio.run(read_plain())
+    assert refused.tag == "a" and not isinstance(refused, OverlongLineUnskipped) and next_line == b"b NOOP"
 
 
 async def _ignore(data: bytes) -> None:
