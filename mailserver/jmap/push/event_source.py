@@ -68,8 +68,8 @@ def add_event_source_route(app: FastAPI, hub: PushHub) -> None:
             options = EventSourceOptions.parse(request.query_params)
         except RequestError as error:
             return problem(error)
-        if hub.open_connections(request.state.user) >= hub.limits.max_connections_per_user:
-            return problem(limit_exceeded("maxPushConnections", "Too many push connections of this user are open"))
+        if hub.refusal(request.state.user) is not None:
+            return problem(limit_exceeded("maxPushConnections", "Too many push connections are open"))
         return StreamingResponse(_events(hub, request, options), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "Connection": "keep-alive"})
 
@@ -87,5 +87,5 @@ async def _events(hub: PushHub, request: Request, options: EventSourceOptions) -
                 yield sse("state", change)
                 if options.close_after_state:
                     return
-    except TooManyConnections:   # lost a race with another connection of the user
+    except TooManyConnections:   # lost a race with another connection
         return

@@ -4,7 +4,8 @@ One key listener per user with an open connection, registered with the first con
 unregistered when the last one closes. The bus calls it on its own threads; each connection
 keeps at most ``queue_size`` state changes (the oldest is dropped: a later StateChange carries
 newer states, so a slow client loses nothing it needs) and is woken on its event loop. A user
-opens at most ``max_connections_per_user`` connections in this process. Registering and
+opens at most ``max_connections_per_user`` connections in this process, and all users together
+at most ``max_connections``, so many accounts cannot pile up open streams either. Registering and
 unregistering hold the hub's lock, so that a key is never left bound without a connection.
 """
 
@@ -27,12 +28,14 @@ from mailserver.model.state_change import TYPE_NAMES, StateChangeEvent
 
 
 class TooManyConnections(Exception):
-    """The user already holds ``max_connections_per_user`` push connections here."""
+    """The user already holds ``max_connections_per_user`` push connections here, or all users
+    together ``max_connections``."""
 
 
 @dataclass(frozen=True)
 class PushLimits:
     max_connections_per_user: int = 10
+    max_connections: int = 1000   # all users together, in this process
     queue_size: int = 32          # state changes kept for a connection that does not read
     min_ping_seconds: int = 5     # EventSource ``ping`` is raised to this...
     max_ping_seconds: int = 300   # ...and lowered to this (RFC 8620 7.3: the server may clamp it)
@@ -107,6 +110,7 @@ class PushHub:
         self.limits = limits or PushLimits()
         self._lock = threading.Lock()
         self._users: dict[Username, _UserListener] = {}
+        self._open = 0   # streams of all users
 
     @asynccontextmanager
     async def connect(self, user: Username, types: Collection[str] = TYPE_NAMES) -> AsyncIterator[PushStream]:
@@ -124,16 +128,31 @@ class PushHub:
             listener = self._users.get(user)
             return len(listener.streams) if listener is not None else 0
 
+    def refusal(self, user: Username) -> str | None:
+        """Why a new connection of ``user`` would be refused now, None when it would not."""
+        with self._lock:
+            return self._refusal(user)
+
+    def _refusal(self, user: Username) -> str | None:
+        listener = self._users.get(user)
+        if listener is not None and len(listener.streams) >= self.limits.max_connections_per_user:
+            return f"{user} holds {len(listener.streams)} push connections"
+        if self._open >= self.limits.max_connections:
+            return f"this server holds {self._open} push connections"
+        return None
+
     def _add(self, stream: PushStream) -> None:
         with self._lock:
+            refused = self._refusal(stream.user)
+            if refused is not None:
+                raise TooManyConnections(refused)
             listener = self._users.get(stream.user)
-            if listener is not None and len(listener.streams) >= self.limits.max_connections_per_user:
-                raise TooManyConnections(f"{stream.user} holds {len(listener.streams)} push connections")
             if listener is None:
                 listener = _UserListener()
                 listener.registration = self.bus.register_key(listener, account_key(stream.user))
                 self._users[stream.user] = listener
             listener.streams.append(stream)
+            self._open += 1
 
     def _remove(self, stream: PushStream) -> None:
         with self._lock:
@@ -141,6 +160,7 @@ class PushHub:
             if listener is None or stream not in listener.streams:
                 return
             listener.streams.remove(stream)
+            self._open -= 1
             if listener.streams:
                 return
             del self._users[stream.user]

@@ -6,6 +6,7 @@ own connections and closes them. Reads are bounded by socket timeouts, never by 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -20,7 +21,8 @@ from mailserver.events.api import EventListener
 from mailserver.events.registration_keys import account_key
 from mailserver.jmap.app import create_app
 from mailserver.jmap.push.event_source import sse
-from mailserver.jmap.push.hub import PushHub, PushLimits
+from mailserver.jmap.push.hub import PushHub, PushLimits, TooManyConnections
+from mailserver.model.address import Username
 from mailserver.model.event_json import deserialize_event, serialize_event
 from mailserver.model.events import MailboxEvent
 from mailserver.model.state_change import StateChangeEvent
@@ -170,6 +172,21 @@ def test_push_connections_of_a_user_are_capped_and_the_key_leaves_with_the_last(
     # The server sees the streams closed a moment later.
     eventually(lambda: server.hub.open_connections(server.world.user) == 0, timeout=TIMEOUT)
     assert account_key(server.world.user) not in server.world.mailbox.bus.key_listeners.keys()
+
+
+def test_push_connections_of_all_users_together_are_capped(server: Server) -> None:
+    hub = PushHub(server.world.mailbox.bus, PushLimits(max_connections_per_user=10, max_connections=2))
+    amy, bob, cat = (Username.of(f"{name}@push.test") for name in ("amy", "bob", "cat"))
+
+    async def three_users() -> None:
+        async with hub.connect(amy), hub.connect(bob):
+            assert hub.refusal(cat) is not None
+            with pytest.raises(TooManyConnections):
+                async with hub.connect(cat):
+                    pass
+        assert hub.refusal(cat) is None, "closed connections make room again"
+
+    asyncio.run(three_users())
 
 
 def test_websocket_answers_a_request_with_its_id(server: Server) -> None:
