@@ -31,6 +31,10 @@ class AclStore(ABC):
     @abstractmethod
     def delete(self, mailbox_id: MailboxId) -> None: ...
 
+    @abstractmethod
+    def granted_to(self, user_key: str) -> dict[MailboxId, str]:
+        """The mailboxes whose ACL has a positive entry ``user_key``, with its rights (``UserMailboxACL``)."""
+
 
 class MemoryAclStore(AclStore):
     def __init__(self) -> None:
@@ -48,6 +52,10 @@ class MemoryAclStore(AclStore):
 
     def delete(self, mailbox_id: MailboxId) -> None:
         self._acls.pop(mailbox_id, None)
+
+    def granted_to(self, user_key: str) -> dict[MailboxId, str]:
+        return {mailbox_id: entries[user_key] for mailbox_id, entries in list(self._acls.items())
+                if user_key in entries}
 
 
 def _current(history: History) -> dict[str, str]:
@@ -101,3 +109,7 @@ class EventSourcedAclStore(AclStore):
 
     def delete(self, mailbox_id: MailboxId) -> None:
         self._handler.handle(str(mailbox_id), None)
+
+    def granted_to(self, user_key: str) -> dict[MailboxId, str]:
+        rows = self.s.execute("SELECT mailboxid, rights FROM UserMailboxACL WHERE userName = ?", (user_key,))
+        return {MailboxId.of(r["mailboxid"]): acl.validate_rights(r["rights"] or "") for r in rows}

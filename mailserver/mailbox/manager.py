@@ -185,9 +185,34 @@ class MailboxManager:
         for parent in target.parents():
             if self.mailboxes.find_by_path(parent) is None:
                 self.create_mailbox(parent)
+        self._rename_tree([mailbox, *self._children(mailbox)], source, target)
+
+    def rename_to_user(self, source: MailboxPath, user: Username) -> None:
+        """James's rename between two sessions (a username change): ``source`` and its children keep
+        their ids under the same names of ``user``. As James: INBOX goes alone (its children stay),
+        no missing parent is created and no quota is checked; unlike James, the current usage of
+        the renamed mailboxes moves to the new owner's quota root with them."""
+        self._guard()
+        target = MailboxPath(source.namespace, user, source.name)
+        mailbox = self.get_mailbox(source)
+        if self.mailboxes.find_by_path(target) is not None:
+            raise MailboxExists(target)
+        tree = [mailbox] if source.name == INBOX else [mailbox, *self._children(mailbox)]
+        old_root, new_root = QuotaRoot.for_user(source.user), QuotaRoot.for_user(user)
+        usage = QuotaUsage(0, 0)
+        if old_root != new_root:
+            for m in tree:
+                messages = self.messages.list(m.id)
+                usage = usage + QuotaUsage(len(messages), sum(x.size for x in messages))
+        self._rename_tree(tree, source, target)
+        if usage != QuotaUsage(0, 0):
+            self.quota.increase(old_root, -usage)
+            self.quota.increase(new_root, usage)
+
+    def _rename_tree(self, tree: list[Mailbox], source: MailboxPath, target: MailboxPath) -> None:
         events = []
-        for m in [mailbox, *self._children(mailbox)]:
-            new_path = target if m.id == mailbox.id else m.path.renamed_under(source, target)
+        for m in tree:
+            new_path = target if m.path == source else m.path.renamed_under(source, target)
             renamed = self.mailboxes.rename(m, new_path)
             events.append(MailboxRenamed(user=m.path.user, path=m.path, new_path=renamed.path, mailbox_id=m.id))
         self.events.dispatch(*events)
@@ -215,6 +240,16 @@ class MailboxManager:
             self.events.dispatch(MailboxDeletion(
                 user=m.path.user, path=m.path, mailbox_id=m.id, quota_root=QuotaRoot.for_user(m.path.user),
                 deleted_message_count=len(messages), total_deleted_size=sum(x.size for x in messages), acl=rights))
+
+    def shared_with(self, user: Username) -> list[Mailbox]:
+        """Other users' mailboxes ``user`` may look up (an ACL entry with ``l``), as James's search
+        of every mailbox name lists them besides the user's own."""
+        shared = []
+        for mailbox_id, rights in self.acl.granted_to(user.value).items():
+            mailbox = self.mailboxes.find_by_id(mailbox_id)
+            if mailbox is not None and mailbox.path.user != user and "l" in rights:
+                shared.append(mailbox)
+        return sorted(shared, key=lambda m: (str(m.path.user), m.path.name))
 
     def get_acl(self, path: MailboxPath) -> dict[str, str]:
         return self.acl.get(self.get_mailbox(path).id)
@@ -397,18 +432,19 @@ class MailboxManager:
         return self._copy(source, target, uids, move=False)
 
     def move(self, source: MailboxPath, target: MailboxPath,
-             uids: Sequence[int] | None = None) -> list[ComposedMessageId]:
-        return self._copy(source, target, uids, move=True)
+             uids: Sequence[int] | None = None, *, check_quota: bool = True) -> list[ComposedMessageId]:
+        """``check_quota=False``: an administrator's move (a username change) the target's limits cannot refuse."""
+        return self._copy(source, target, uids, move=True, check_quota=check_quota)
 
     def _copy(self, source: MailboxPath, target: MailboxPath, uids: Sequence[int] | None,
-              move: bool) -> list[ComposedMessageId]:
+              move: bool, check_quota: bool = True) -> list[ComposedMessageId]:
         self._guard()
         src, dst = self.get_mailbox(source), self.get_mailbox(target)
         selected = self._select(src, uids)
         if not selected:
             return []
         same_root = QuotaRoot.for_user(src.path.user) == QuotaRoot.for_user(dst.path.user)
-        if not (move and same_root):
+        if check_quota and not (move and same_root):
             self._check_quota(dst.path.user, QuotaUsage(len(selected), sum(m.size for m in selected)))
         first_uid = self.messages.next_uid(dst.id, len(selected))
         now = self._now()

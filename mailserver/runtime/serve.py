@@ -80,13 +80,16 @@ def user_data_parts(backends: Backends) -> UserDataParts:
 
 def cassandra_user_data_parts(session: CassandraSession, users: UsersRepository, rrt: RecipientRewriteTable,
                               mailboxes: MailboxManager) -> UserDataParts:
-    """``user_data_parts`` from its pieces: the subscription, delegation and identity tables of ``session``."""
+    """``user_data_parts`` from its pieces: the subscription, delegation, identity and vacation tables of
+    ``session``."""
     from mailserver.identities.cassandra import CassandraCustomIdentityStore
     from mailserver.mailbox.subscriptions import CassandraSubscriptionStore
     from mailserver.users.cassandra_delegation import CassandraDelegationStore
+    from mailserver.vacation.cassandra import CassandraVacationRepository
 
     return UserDataParts(users, rrt, mailboxes, CassandraSubscriptionStore(session),
-                         CassandraDelegationStore(session, users.contains), CassandraCustomIdentityStore(session))
+                         CassandraDelegationStore(session, users.contains), CassandraCustomIdentityStore(session),
+                         CassandraVacationRepository(session))
 
 
 def airflow_dag_runs(env: Mapping[str, str]) -> tuple[HttpDagRuns | None, Polling | None]:

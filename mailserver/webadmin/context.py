@@ -93,7 +93,7 @@ class WebAdminContext:
         from mailserver.tasks.builtin.user_data import UserDataParts
 
         return UserDataParts(self.users, self.rrt, self.mailboxes, self.subscriptions, self.delegation,
-                             self.identities.store if self.identities is not None else None)
+                             self.identities.store if self.identities is not None else None, self.vacations)
 
     def __post_init__(self) -> None:
         if self.guard is None:

@@ -3,8 +3,8 @@
 The steps are James's ``DeleteUserDataTaskStep`` for the stores this server has, with James's
 names and priorities, run lowest priority first. Each step is idempotent (it deletes what it
 finds), so a task re-run, or re-run ``fromStep`` the one that failed, finishes the job. James's
-steps for stores we do not have (push subscriptions, JMAP filters) and for vacation (our
-repository cannot delete a row yet) are not run; ``docs/compatibility.md`` names them.
+steps for stores we do not have (push subscriptions, JMAP filters) are not run;
+``docs/compatibility.md`` names them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from mailserver.tasks.api import Result, Task
 from mailserver.tasks.registry import TaskRegistry
 from mailserver.users.api import UsersRepository
 from mailserver.users.delegation import DelegationStore
+from mailserver.vacation.api import CLEARED, VacationRepository
 
 log = logging.getLogger(__name__)
 MAX_STORED_FAILED_USERS = 100   # James's cap on the failed users a domain task reports
@@ -51,6 +52,7 @@ class UserDataParts:
     subscriptions: SubscriptionStore | None = None
     delegation: DelegationStore | None = None
     identities: CustomIdentityStore | None = None
+    vacations: VacationRepository | None = None
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,9 @@ def delete_identities(identities: CustomIdentityStore) -> Callable[[Username], N
 
 
 def delete_mailboxes(mailboxes: MailboxManager, subscriptions: SubscriptionStore | None) -> Callable[[Username], None]:
-    """Every mailbox of the user, deepest first, through the manager (events, quota, vault hook), and
-    the subscriptions to them."""
+    """James's ``MailboxUserDeletionTaskStep``: every mailbox of the user, deepest first, through the
+    manager (events, quota, vault hook), the user's rights on the other users' mailboxes they may
+    look up revoked, and the subscriptions dropped."""
     def run(user: Username) -> None:
         owned = sorted((m.path for m in mailboxes.list_mailboxes(user)),
                        key=lambda path: path.name.count(DELIMITER), reverse=True)
@@ -104,9 +107,22 @@ def delete_mailboxes(mailboxes: MailboxManager, subscriptions: SubscriptionStore
                 mailboxes.delete_mailbox(path, recursive=True)
             except MailboxNotFound:
                 pass   # deleted meanwhile: what was asked is done
+        for shared in mailboxes.shared_with(user):
+            try:
+                mailboxes.set_rights(shared.path, user.value, "")
+            except MailboxNotFound:
+                pass
         if subscriptions is not None:
             for name in subscriptions.subscriptions(user):
                 subscriptions.unsubscribe(user, name)
+    return run
+
+
+def delete_vacation(vacations: VacationRepository) -> Callable[[Username], None]:
+    """James's ``VacationDeleteUserTaskStep``: the vacation disabled and every other field removed
+    (James's repository has no delete: the row stays, emptied)."""
+    def run(user: Username) -> None:
+        vacations.modify(user.value, CLEARED)
     return run
 
 
@@ -117,6 +133,8 @@ def deletion_steps(parts: UserDataParts) -> list[Step]:
         steps.append(Step("DelegationUserDeletionTaskStep", 1, delete_delegation(parts.delegation)))
     if parts.identities is not None:
         steps.append(Step("IdentityUserDeletionTaskStep", 1, delete_identities(parts.identities)))
+    if parts.vacations is not None:
+        steps.append(Step("VacationDeleteUserTaskStep", 4, delete_vacation(parts.vacations)))
     if parts.mailboxes is not None:
         steps.append(Step("MailboxUserDeletionTaskStep", 5, delete_mailboxes(parts.mailboxes, parts.subscriptions)))
     return sorted(steps, key=lambda step: step.priority)

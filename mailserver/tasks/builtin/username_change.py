@@ -3,10 +3,7 @@ old name owns to the new one.
 
 James's ``UsernameChangeTaskStep`` for the stores this server has, with James's names and
 priorities. Each step is idempotent: what was moved is no longer under the old name, so a re-run,
-or ``fromStep`` the failed one, finishes the job. Mailboxes are moved message by message into a
-mailbox of the same name of the new user (created when missing, merged when present) and the
-emptied old one deleted, where James renames the mailbox (keeping its id) unless the target
-exists; moves go through the mailbox manager, so the current quotas follow the messages.
+or ``fromStep`` the failed one, finishes the job.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from typing import Any
 from mailserver.mailbox.errors import MailboxNotFound
 from mailserver.mailbox.manager import MailboxManager
 from mailserver.mailbox.subscriptions import SubscriptionStore
+from mailserver.model.acl import RIGHTS
 from mailserver.model.address import Username
 from mailserver.model.mailbox import DELIMITER, MailboxPath
 from mailserver.model.quota import LimitKey, QuotaRoot, QuotaType
@@ -57,16 +55,19 @@ def change_delegation(delegation: DelegationStore) -> Callable[[Username, Userna
 
 def change_mailboxes(mailboxes: MailboxManager,
                      subscriptions: SubscriptionStore | None) -> Callable[[Username, Username], None]:
-    """Deepest first, so each old mailbox is a leaf when its messages move and it is deleted."""
+    """James's ``MailboxUsernameChangeTaskStep``: deepest first, so each old mailbox is a leaf when
+    its turn comes; renamed to the new name (keeping its id) when the new name has no mailbox
+    there, else its messages moved into that one (not checked against quota, as James) and the
+    emptied old one deleted. Then the subscriptions follow."""
     def run(old: Username, new: Username) -> None:
         owned = sorted((m.path for m in mailboxes.list_mailboxes(old)),
                        key=lambda path: path.name.count(DELIMITER), reverse=True)
         for path in owned:
-            target = MailboxPath.of(new, path.name)
-            if not mailboxes.mailbox_exists(target):
-                mailboxes.create_mailbox(target)
             try:
-                mailboxes.move(path, target)
+                if not mailboxes.mailbox_exists(MailboxPath(path.namespace, new, path.name)):
+                    mailboxes.rename_to_user(path, new)
+                    continue
+                mailboxes.move(path, MailboxPath(path.namespace, new, path.name), check_quota=False)
                 mailboxes.delete_mailbox(path, recursive=True)
             except MailboxNotFound:
                 pass   # gone meanwhile: nothing left to move
@@ -74,6 +75,24 @@ def change_mailboxes(mailboxes: MailboxManager,
             for name in subscriptions.subscriptions(old):
                 subscriptions.subscribe(new, name)
                 subscriptions.unsubscribe(old, name)
+    return run
+
+
+def change_acl(mailboxes: MailboxManager) -> Callable[[Username, Username], None]:
+    """James's ``ACLUsernameChangeTaskStep``: on every other user's mailbox the old name may look
+    up, its rights are added to the new name's, then its entry removed."""
+    def run(old: Username, new: Username) -> None:
+        for mailbox in mailboxes.shared_with(old):
+            try:
+                entries = mailboxes.get_acl(mailbox.path)
+                rights = entries.get(old.value, "")
+                if rights:
+                    granted = set(entries.get(new.value, "")) | set(rights)
+                    merged = "".join(right for right in RIGHTS if right in granted)
+                    mailboxes.set_rights(mailbox.path, new.value, merged)
+                mailboxes.set_rights(mailbox.path, old.value, "")
+            except MailboxNotFound:
+                pass   # deleted meanwhile: no right left to move
     return run
 
 
@@ -94,6 +113,7 @@ def rename_steps(parts: UserDataParts) -> list[Step]:
         steps.append(Step("DelegationUsernameChangeTaskStep", 1, change_delegation(parts.delegation)))
     if parts.mailboxes is not None:
         steps.append(Step("MailboxUsernameChangeTaskStep", 2, change_mailboxes(parts.mailboxes, parts.subscriptions)))
+        steps.append(Step("ACLUsernameChangeTaskStep", 3, change_acl(parts.mailboxes)))
         steps.append(Step("QuotaUsernameChangeTaskStep", 3, change_quota(parts.mailboxes)))
     return sorted(steps, key=lambda step: step.priority)
 

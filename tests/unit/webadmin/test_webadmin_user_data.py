@@ -32,6 +32,8 @@ from mailserver.tasks.memory import MemoryTaskStore
 from mailserver.tasks.registry import TaskRegistry
 from mailserver.tasks.worker import TaskWorker
 from mailserver.users.delegation import MemoryDelegationStore
+from mailserver.vacation.api import DISABLED
+from mailserver.vacation.memory import MemoryVacationRepository
 from mailserver.webadmin.app import create_app
 from mailserver.webadmin.context import WebAdminContext
 from tests.unit.webadmin.mailbox_webadmin_support import add_user
@@ -39,7 +41,7 @@ from tests.unit.webadmin.webadmin_support import FULL, error, make_context
 
 NODE = "user-data-node"
 STEPS = ["RecipientRewriteTableUserDeletionTaskStep", "DelegationUserDeletionTaskStep",
-         "IdentityUserDeletionTaskStep", "MailboxUserDeletionTaskStep"]
+         "IdentityUserDeletionTaskStep", "VacationDeleteUserTaskStep", "MailboxUserDeletionTaskStep"]
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Admin:
     subscriptions: MemorySubscriptionStore
     delegation: MemoryDelegationStore
     identities: MemoryCustomIdentityStore
+    vacations: MemoryVacationRepository
 
     def await_task(self, response) -> dict:
         assert response.status_code == 201, response.text
@@ -66,12 +69,13 @@ def admin() -> Iterator[Admin]:
     ctx.mailboxes = memory_context(MemoryBlobStore()).manager
     ctx.identities = IdentityRepository(identities, CanSendFrom(ctx.rrt).addresses)
     ctx.domains.add("example.test")
+    vacations = ctx.vacations = MemoryVacationRepository()
     worker = TaskWorker(store, register_builtin(TaskRegistry(), user_data=ctx.user_data_parts()), NODE,
                         poll_interval=0.02, heartbeat_interval=0.05)
     worker.start()
     try:
         yield Admin(TestClient(create_app(ctx), headers={"Password": FULL}, raise_server_exceptions=False),
-                    ctx, subscriptions, delegation, identities)
+                    ctx, subscriptions, delegation, identities, vacations)
     finally:
         worker.stop()
 
@@ -81,8 +85,8 @@ def user(admin) -> Username:
     return add_user(admin.ctx.users, f"u{uuid.uuid4().hex[:10]}@example.test")
 
 
-def give_data(admin: Admin, user: Username) -> None:
-    """Something in every store a step walks."""
+def give_data(admin: Admin, user: Username) -> MailboxPath:
+    """Something in every store a step walks; the other user's mailbox the user was given rights on."""
     other = add_user(admin.ctx.users, f"o{uuid.uuid4().hex[:10]}@example.test")
     admin.ctx.rrt.add_alias(MappingSource.from_address(user.value), f"alias-{user.value}")
     admin.ctx.rrt.add_forward(MappingSource.from_address(other.value), user.value)
@@ -92,10 +96,15 @@ def give_data(admin: Admin, user: Username) -> None:
     assert admin.ctx.mailboxes is not None
     admin.ctx.mailboxes.create_mailbox(MailboxPath.of(user, "Archive.2026"))
     admin.subscriptions.subscribe(user, "Archive")
+    admin.vacations.modify(user.value, {"enabled": True, "subject": "away", "text_body": "back soon"})
+    shared = MailboxPath.of(other, "Team")
+    admin.ctx.mailboxes.create_mailbox(shared)
+    admin.ctx.mailboxes.set_rights(shared, user.value, "lr")
+    return shared
 
 
 def test_delete_data_empties_every_store_and_reports_james_json(admin, user):
-    give_data(admin, user)
+    shared = give_data(admin, user)
     report = admin.await_task(admin.client.post(f"/users/{user.value}", params={"action": "deleteData"}))
     assert (report["type"], report["status"]) == ("DeleteUserDataTask", "completed")
     info = {k: v for k, v in report["additionalInformation"].items() if k != "timestamp"}
@@ -106,6 +115,8 @@ def test_delete_data_empties_every_store_and_reports_james_json(admin, user):
     assert admin.identities.list(user) == []
     assert admin.ctx.mailboxes is not None and admin.ctx.mailboxes.list_mailboxes(user) == []
     assert admin.subscriptions.subscriptions(user) == []
+    assert admin.vacations.get(user.value) == DISABLED
+    assert admin.ctx.mailboxes.get_acl(shared) == {}   # the rights on another user's mailbox revoked
     again = admin.await_task(admin.client.post(f"/users/{user.value}", params={"action": "deleteData"}))
     assert again["status"] == "completed"   # nothing left: each step finds nothing and succeeds
 
@@ -116,8 +127,9 @@ def test_from_step_skips_the_earlier_steps(admin, user):
         f"/users/{user.value}", params={"action": "deleteData", "fromStep": "MailboxUserDeletionTaskStep"}))
     info = report["additionalInformation"]
     assert info["fromStep"] == "MailboxUserDeletionTaskStep"
-    assert info["status"] == {**dict.fromkeys(STEPS[:3], "SKIPPED"), "MailboxUserDeletionTaskStep": "DONE"}
+    assert info["status"] == {**dict.fromkeys(STEPS[:4], "SKIPPED"), "MailboxUserDeletionTaskStep": "DONE"}
     assert admin.identities.list(user) != []   # skipped: still there
+    assert admin.vacations.get(user.value).enabled
 
 
 def test_unknown_user_is_400_unless_forced(admin):
@@ -157,14 +169,14 @@ def test_domain_delete_data_of_an_unknown_domain_is_400(admin):
 
 # ------------------------------------------------------------------ rename
 RENAME_STEPS = ["ForwardUsernameChangeTaskStep", "DelegationUsernameChangeTaskStep",
-                "MailboxUsernameChangeTaskStep", "QuotaUsernameChangeTaskStep"]
+                "MailboxUsernameChangeTaskStep", "ACLUsernameChangeTaskStep", "QuotaUsernameChangeTaskStep"]
 
 
 def rename(admin: Admin, old: Username, new: Username, **query: str):
     return admin.client.post(f"/users/{old.value}/rename/{new.value}", params={"action": "rename", **query})
 
 
-def test_rename_moves_forwards_delegations_mailboxes_and_quota_to_the_new_name(admin, user):
+def test_rename_moves_forwards_delegations_mailboxes_rights_and_quota_to_the_new_name(admin, user):
     new, other = (add_user(admin.ctx.users, f"{p}{uuid.uuid4().hex[:10]}@example.test") for p in ("n", "o"))
     manager = admin.ctx.mailboxes
     assert manager is not None
@@ -174,10 +186,17 @@ def test_rename_moves_forwards_delegations_mailboxes_and_quota_to_the_new_name(a
     manager.create_mailbox(MailboxPath.of(user, "INBOX"))
     manager.append(MailboxPath.of(user, "INBOX"), b"Subject: a\r\n\r\nold\r\n")
     manager.create_mailbox(MailboxPath.of(user, "Work.2026"))
+    manager.append(MailboxPath.of(user, "Work.2026"), b"Subject: c\r\n\r\nwork\r\n")
+    kept_ids = {name: manager.get_mailbox(MailboxPath.of(user, name)).id for name in ("Work", "Work.2026")}
     manager.create_mailbox(MailboxPath.of(new, "INBOX"))
     manager.append(MailboxPath.of(new, "INBOX"), b"Subject: b\r\n\r\nnew\r\n")
     admin.subscriptions.subscribe(user, "Work")
     manager.quota.set_user_limits(QuotaRoot.for_user(user), QuotaLimits(count=10, size=None))
+    manager.quota.set_user_limits(QuotaRoot.for_user(new), QuotaLimits(count=1, size=None))   # already full
+    shared = MailboxPath.of(other, "Team")
+    manager.create_mailbox(shared)
+    manager.set_rights(shared, user.value, "lr")
+    manager.set_rights(shared, new.value, "w")
 
     report = admin.await_task(rename(admin, user, new))
     assert (report["type"], report["status"]) == ("UsernameChangeTask", "completed")
@@ -190,9 +209,15 @@ def test_rename_moves_forwards_delegations_mailboxes_and_quota_to_the_new_name(a
     assert (admin.delegation.authorized_users(new), admin.delegation.delegated_users(new)) == ([other], [other])
     assert manager.list_mailboxes(user) == []
     assert sorted(m.path.name for m in manager.list_mailboxes(new)) == ["INBOX", "Work", "Work.2026"]
-    assert manager.counters(MailboxPath.of(new, "INBOX")).count == 2   # merged into the existing INBOX
+    # Renamed where the new name had no such mailbox: same ids, the parent's too.
+    assert {name: manager.get_mailbox(MailboxPath.of(new, name)).id for name in kept_ids} == kept_ids
+    assert manager.counters(MailboxPath.of(new, "INBOX")).count == 2   # merged, over the new name's limit
+    assert manager.quota.current(QuotaRoot.for_user(new)).count == 3
+    assert manager.quota.current(QuotaRoot.for_user(user)).count == 0
+    assert manager.get_acl(shared) == {new.value: "lrw"}
     assert admin.subscriptions.subscriptions(new) == ["Work"]
     assert manager.quota.defined_limits(LimitKey.user(QuotaRoot.for_user(new))).count == 10
+    assert manager.quota.defined_limits(LimitKey.user(QuotaRoot.for_user(user))).count == 10   # kept, as James
     again = admin.await_task(rename(admin, user, new, force=""))
     assert again["status"] == "completed"
     assert admin.ctx.rrt.get_stored_mappings(MappingSource.from_address(new.value)) == [
@@ -209,3 +234,20 @@ def test_rename_refusals_are_james_400s(admin, user):
     assert error(admin.client.post(f"/users/{user.value}/rename/{new.value}", params={"action": "x"}))[
         "details"] == "Invalid value supplied for query parameter 'action': x. Supported values are [rename]"
     assert rename(admin, ghost, new, force="").status_code == 201
+
+
+def test_a_rename_interrupted_in_the_acl_step_is_finished_by_a_rerun_from_it(admin, user):
+    new, other = (add_user(admin.ctx.users, f"{p}{uuid.uuid4().hex[:10]}@example.test") for p in ("n", "o"))
+    manager = admin.ctx.mailboxes
+    assert manager is not None
+    shared, hidden = MailboxPath.of(other, "Team"), MailboxPath.of(other, "Hidden")
+    for path in (shared, hidden):
+        manager.create_mailbox(path)
+    manager.set_rights(shared, user.value, "lr")
+    manager.set_rights(shared, new.value, "lr")   # added before the run died, the old entry not yet removed
+    manager.set_rights(hidden, user.value, "r")   # no lookup right: James's search does not list it
+    report = admin.await_task(rename(admin, user, new, fromStep="ACLUsernameChangeTaskStep"))
+    assert report["additionalInformation"]["status"] == {
+        **dict.fromkeys(RENAME_STEPS[:3], "SKIPPED"), **dict.fromkeys(RENAME_STEPS[3:], "DONE")}
+    assert manager.get_acl(shared) == {new.value: "lr"}
+    assert manager.get_acl(hidden) == {user.value: "r"}
