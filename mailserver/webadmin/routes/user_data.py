@@ -56,7 +56,8 @@ def router(parts: UserDataParts, domains: DomainList, tasks: TaskManager) -> API
 
     @api.post("/users/{old_user}/rename/{new_user}", status_code=201,
               summary="Task ?action=rename (UsernameChangeTask): move forwards, delegations, mailboxes, "
-                      "subscriptions, rights on others' mailboxes and quota limits to the new name; fromStep resumes; force: unknown old user")
+                      "subscriptions, rights on others' mailboxes and quota limits to the new name; "
+                      "fromStep resumes; force: unknown old user")
     async def rename(old_user: str, new_user: str, request: Request) -> Response:
         params.selector(request.query_params.get("action"), "action", [RENAME])
         old, new = stored_username(parts.users, old_user), stored_username(parts.users, new_user)
