@@ -130,6 +130,15 @@ def format_instant(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
+def java_instant(value: datetime) -> str:
+    """An instant as Java's ``Instant.toString`` prints it (a fraction of 0, 3 or 6 digits, as needed),
+    without losing a microsecond: ``2025-11-28T14:48:39.383Z``."""
+    value = value.astimezone(UTC)
+    micros = value.microsecond
+    fraction = "" if micros == 0 else f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}"
+    return value.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
 def information(task: Task, at: datetime) -> dict[str, Any] | None:
     """The ``additionalInformation`` object of ``task`` now: its details plus ``type`` and ``timestamp``."""
     details = task.additional_information()

@@ -10,6 +10,7 @@ are ``TaskAggregate``'s: nothing is appended to a finished task, progress only t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from mailserver.eventsourcing.aggregate import NewEvent
 from mailserver.eventsourcing.api import Event, EventJson, History
 from mailserver.tasks.api import TaskExecutionDetails, TaskStatus
+from mailserver.tasks.james_task_json import from_event_information, to_event_information
 
 PREFIX = "Task/"
 TASK_EVENT_JSON = EventJson(event_id_key="event", aggregate_key="aggregate", aggregate_prefix=PREFIX)
@@ -59,12 +61,14 @@ def cancel_requested(hostname: str) -> NewEvent:
 
 def updated(information: dict[str, Any]) -> NewEvent:
     # A snapshot, as James's AdditionalInformationUpdated (isASnapshot): histories are read from it on.
-    return NewEvent(UPDATED, {"additionalInformation": information}, snapshot=True)
+    return NewEvent(UPDATED, {"additionalInformation": to_event_information(information)}, snapshot=True)
 
 
 def terminal(status: TaskStatus, information: dict[str, Any] | None) -> NewEvent:
     """Completed (result COMPLETED), Failed or Cancelled; an absent information is omitted (NON_ABSENT)."""
-    payload: dict[str, Any] = {} if information is None else {"additionalInformation": information}
+    payload: dict[str, Any] = {}
+    if information is not None:
+        payload["additionalInformation"] = to_event_information(information)
     if status is TaskStatus.COMPLETED:
         return NewEvent(COMPLETED, {"result": "COMPLETED", **payload})
     if status is TaskStatus.FAILED:
@@ -106,11 +110,16 @@ def project(details: TaskExecutionDetails, event: Event, at: datetime) -> TaskEx
         return replace(details, status=TaskStatus.CANCEL_REQUESTED, canceled_date=at,
                        cancel_requested_node=payload.get("hostname"))
     if event.type == UPDATED and status.running:
-        return replace(details, additional_information=payload.get("additionalInformation"))
+        return replace(details, additional_information=_information(payload))
     if event.type in TERMINAL and _may_end(status, TERMINAL[event.type]):
-        return details.with_status(TERMINAL[event.type], at,
-                                   additional_information=payload.get("additionalInformation"))
+        return details.with_status(TERMINAL[event.type], at, additional_information=_information(payload))
     return details
+
+
+def _information(payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The event's additionalInformation in our (WebAdmin) form."""
+    information = payload.get("additionalInformation")
+    return from_event_information(information) if isinstance(information, dict) else None
 
 
 def _may_end(status: TaskStatus, end: TaskStatus) -> bool:

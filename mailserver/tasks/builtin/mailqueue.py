@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from mailserver.queue.api import MailQueueFactory, RemoveField
-from mailserver.tasks.api import Result, Task, format_instant
+from mailserver.tasks.api import Result, Task, format_instant, java_instant
 from mailserver.tasks.registry import TaskRegistry
 
 
@@ -100,7 +100,7 @@ class RepublishNotProcessedMailsTask(Task):
         return Result.COMPLETED
 
     def parameters(self) -> dict[str, Any]:
-        return {"mailQueue": self.queue_name, "olderThan": self.older_than.isoformat()}
+        return {"mailQueue": self.queue_name, "olderThan": java_instant(self.older_than)}
 
     def additional_information(self) -> dict[str, Any]:
         return {"mailQueue": self.queue_name, "olderThan": format_instant(self.older_than),

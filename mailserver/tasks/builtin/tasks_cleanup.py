@@ -14,7 +14,7 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from mailserver.tasks.api import Result, Task, TaskExecutionDetails, TaskStatus, format_instant
+from mailserver.tasks.api import Result, Task, TaskExecutionDetails, TaskStatus, format_instant, java_instant
 from mailserver.tasks.registry import TaskRegistry
 from mailserver.tasks.store import TaskStore
 
@@ -65,7 +65,7 @@ class TasksCleanupTask(Task):
         return Result.FAILED if self._failed else Result.COMPLETED
 
     def parameters(self) -> dict[str, Any]:
-        return {"olderThan": self.older_than.isoformat()}
+        return {"olderThan": java_instant(self.older_than)}
 
     def additional_information(self) -> dict[str, Any]:
         with self._lock:

@@ -91,7 +91,8 @@ def test_cassandra_migration_task_is_james_s_dto():
 
 
 def test_absent_parameters_are_omitted_as_james_does():
-    assert to_james_task("reprocessing-all", {"url": "u", "limit": None}) == {"type": "reprocessing-all", "url": "u"}
+    assert to_james_task("DeleteUserDataTask", {"username": "u", "fromStep": None}) == {
+        "type": "DeleteUserDataTask", "username": "u"}
 
 
 def test_nothing_is_appended_to_a_finished_task():
