@@ -6,7 +6,8 @@ import pytest
 
 from mailserver.eventsourcing.memory import MemoryEventStore
 from mailserver.tasks import james_events as je
-from mailserver.tasks.api import TaskStatus, utc_now
+from mailserver.tasks.api import TaskExecutionDetails, TaskStatus, information, utc_now
+from mailserver.tasks.builtin.migration import CassandraMigrationTask
 from mailserver.tasks.eventsourced import EventSourcedTaskStore, adopt_all
 from mailserver.tasks.manager import TaskManager
 from mailserver.tasks.memory import MemoryTaskStore
@@ -70,3 +71,21 @@ def test_tasks_recorded_before_are_copied_once_as_james_s_events():
     assert adopt_all(store) == (0, 3)
     assert store.finish(running, "old-node", TaskStatus.COMPLETED, utc_now(), None)   # carries on as any task
     assert store.get(running).status is TaskStatus.COMPLETED
+
+
+def test_events_hold_james_s_event_dto_and_the_report_its_webadmin_form():
+    """James's migration task: ``targetVersion`` in its events, ``toVersion`` on ``/tasks/{id}``."""
+    store, task = memory_store(), CassandraMigrationTask(None, 14)   # type: ignore[arg-type]
+    at = utc_now()
+    details = TaskExecutionDetails.waiting(task, "node-a", at)
+    store.add(details)
+    assert store.claim(details, "node-a", at)
+    store.heartbeat(details.task_id, "node-a", at, information(task, at))
+    assert store.finish(details.task_id, "node-a", TaskStatus.COMPLETED, at, information(task, at))
+    events = store.events.get_history(je.aggregate_id(details.task_id)).events
+    assert events[0].payload["task"] == {"type": "cassandra-migration", "targetVersion": 14}
+    assert [e.payload["additionalInformation"]["targetVersion"] for e in events if e.type in (je.UPDATED, je.COMPLETED)]
+    assert all("toVersion" not in e.payload.get("additionalInformation", {}) for e in events)
+    report = store.get(details.task_id)
+    assert report is not None and report.additional_information is not None
+    assert report.additional_information["toVersion"] == 14 and "targetVersion" not in report.additional_information
