@@ -47,7 +47,7 @@ class Section:
             parts.append(self.text)
         spec = ".".join(parts)
         if self.fields:
-            spec += " (" + " ".join(f.upper() for f in self.fields) + ")"
+            spec += " (" + " ".join(self.fields) + ")"   # echoed as asked, as James does
         return spec
 
     @property
@@ -96,7 +96,7 @@ class FetchRequest:
     def with_uid(self) -> FetchRequest:
         if any(a.name == "UID" for a in self.attributes):
             return self
-        return replace(self, attributes=[Attribute("UID"), *self.attributes])
+        return replace(self, attributes=[*self.attributes, Attribute("UID")])   # after, as James
 
     def with_modseq(self) -> FetchRequest:
         if any(a.name == "MODSEQ" for a in self.attributes):
@@ -109,9 +109,9 @@ def parse_request(tokens: list[Token]) -> FetchRequest:
     if not tokens:
         raise ParseError("FETCH needs data items")
     items, modifiers = tokens[0], tokens[1:]
-    names: list[Token] = items if isinstance(items, list) else [items]
-    if isinstance(items, Atom) and items.upper() in MACROS:
-        names = [Atom(n) for n in MACROS[items.upper()]]
+    listed: list[Token] = items if isinstance(items, list) else [items]
+    # A macro inside the list, "(ALL)", is outside RFC 3501's grammar; James expands it, so do we.
+    names = [n for name in listed for n in _expanded(name)]
     # An empty list "()" is accepted and answered "* n FETCH ()", as James does; RFC 3501's grammar
     # wants one item at least, but refusing it gains a client nothing.
     attributes = [parse_attribute(n) for n in names]
@@ -134,6 +134,12 @@ def parse_request(tokens: list[Token]) -> FetchRequest:
         if request.changed_since is not None:
             request = request.with_modseq()
     return request
+
+
+def _expanded(token: Token) -> list[Token]:
+    if isinstance(token, Atom) and token.upper() in MACROS:
+        return [Atom(n) for n in MACROS[token.upper()]]
+    return [token]
 
 
 def parse_attribute(token: Token) -> Attribute:

@@ -6,7 +6,8 @@ header (up to and including the blank line) and its body; ``email`` only parses 
 Offsets, not copies: the tree holds the message once, however deep it is.
 
 Part numbering follows RFC 3501 §6.4.5: the parts of a multipart are 1, 2, ...; a non-multipart
-message has one part, 1, its body; a ``message/rfc822`` part's own parts continue below it.
+message has one part, 1, its body; a ``message/rfc822`` part's own parts continue below it; a
+leaf body part (an image in a multipart) has no part below it, as with James.
 
 The tree is bounded as every MIME walk of the server (``mailbox/content.py``): it is built without
 recursion, containers are descended at most ``MAX_DEPTH`` levels and at most ``MAX_PARTS`` parts
@@ -57,8 +58,8 @@ class Part:
 
     @property
     def body_lines(self) -> int:
-        lines = self.raw.count(b"\n", self.body_start, self.end)
-        return lines + (1 if self.end > self.body_start and self.raw[self.end - 1] != 0x0A else 0)
+        """Line ends in the body: a last line without one is not counted (as James and Dovecot do)."""
+        return self.raw.count(b"\n", self.body_start, self.end)
 
     @property
     def content_type(self) -> tuple[str, str]:
@@ -167,6 +168,9 @@ def find(root: Part, numbers: list[int]) -> Part:
     part = root
     for depth, n in enumerate(numbers):
         container = part if depth == 0 or part.message is None else part.message
+        if container is part and depth > 0 and not part.is_multipart:
+            # A leaf body part has no parts: only a message (the root or an attached one) has a part 1.
+            raise NoSuchPart(".".join(map(str, numbers)))
         if container.is_multipart:
             if not 1 <= n <= len(container.children):
                 raise NoSuchPart(".".join(map(str, numbers)))

@@ -6,7 +6,10 @@ import imaplib
 
 import pytest
 
-from mailserver.imap.parser import ParseError
+from mailserver.imap import mime
+from mailserver.imap.bodystructure import body_structure
+from mailserver.imap.fetch import parse_request, parse_section
+from mailserver.imap.parser import ParseError, tokenize
 from mailserver.imap.sequence import SequenceSet
 
 
@@ -180,3 +183,40 @@ def test_search_modseq_as_first_condstore_command_announces_highestmodseq(world)
     assert client.search(None, "MODSEQ", "1")[0] == "OK"
     assert any(line.startswith(b"[HIGHESTMODSEQ ") for line in client.untagged_responses.get("OK", []))
     client.logout()
+
+
+def test_header_field_names_are_echoed_as_the_client_asked():
+    assert parse_section("HEADER.FIELDS (From to)").spec() == "HEADER.FIELDS (From to)"
+
+
+def test_uid_fetch_answers_the_uid_after_the_items_asked():
+    request = parse_request(tokenize([b"(INTERNALDATE FLAGS)"])).with_uid()
+    assert [a.name for a in request.attributes] == ["INTERNALDATE", "FLAGS", "UID"]
+
+
+def test_a_macro_inside_the_item_list_is_expanded():
+    request = parse_request(tokenize([b"(FAST UID)"]))
+    assert [a.name for a in request.attributes] == ["FLAGS", "INTERNALDATE", "RFC822.SIZE", "UID"]
+
+
+def test_bodystructure_parameter_names_are_lower_cased_and_sorted_their_values_kept():
+    raw = (b"Content-Type: text/plain; NAME=R.txt; Charset=UTF-8;\r\n"
+           b"Content-Disposition: Inline; Size=3; filename=R.txt\r\n"
+           b"Content-MD5: Q2hlY2s=\r\nContent-Language: nl-BE\r\n"
+           b"Content-Location: (a comment) \"http://example.org/\r\n r.txt\"\r\n\r\nabc")
+    assert body_structure(mime.parse(raw)) == (
+        b'("TEXT" "PLAIN" ("charset" "UTF-8" "name" "R.txt") NIL NIL "7BIT" 3 0 "Q2hlY2s=" '
+        b'("Inline" ("filename" "R.txt" "size" "3")) ("nl-BE") "http://example.org/r.txt")')
+    assert body_structure(mime.parse(b"Subject: x\r\n\r\nbody\r\n"), extensible=False) == \
+        b'("TEXT" "PLAIN" ("charset" "us-ascii") NIL NIL "7BIT" 6 1)'
+
+
+def test_a_leaf_body_part_has_no_part_one_below_it():
+    raw = (b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: image/png\r\n\r\nPNG\r\n"
+           b"--b\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\ninner body\r\n--b--\r\n")
+    root = mime.parse(raw)
+    assert mime.find(root, [1]).body == b"PNG"
+    with pytest.raises(mime.NoSuchPart):
+        mime.find(root, [1, 1])
+    assert mime.find(root, [2, 1]).body == b"inner body", "an attached message has a part 1"
+    assert mime.find(mime.parse(b"Subject: x\r\n\r\nbody"), [1]).body == b"body"

@@ -48,11 +48,11 @@ def test_attached_messages_are_described_down_to_the_depth_limit_and_deeper_ones
     at_limit = body_structure(mime.parse(nested_messages(MAX_DEPTH)))
     assert messages_described(at_limit) == MAX_DEPTH
     text = b"needle at the bottom\r\n"
-    assert b'("TEXT" "PLAIN" ("CHARSET" "US-ASCII") NIL NIL "7BIT" %d 1 NIL NIL NIL NIL)' % len(text) in at_limit
+    assert b'("TEXT" "PLAIN" ("charset" "us-ascii") NIL NIL "7BIT" %d 1 NIL NIL NIL NIL)' % len(text) in at_limit
     below = body_structure(mime.parse(nested_messages(MAX_DEPTH + 1)))
     assert messages_described(below) == MAX_DEPTH
     opaque = len(b"Content-Type: text/plain\r\n\r\n" + text)   # the undescended message: its header and text
-    assert b'("TEXT" "PLAIN" ("CHARSET" "US-ASCII") NIL NIL "7BIT" %d 3 NIL NIL NIL NIL)' % opaque in below
+    assert b'("TEXT" "PLAIN" ("charset" "us-ascii") NIL NIL "7BIT" %d 3 NIL NIL NIL NIL)' % opaque in below
     assert mime.find(mime.parse(nested_messages(MAX_DEPTH + 1)), [1] * (MAX_DEPTH + 1)).body.endswith(b"bottom\r\n")
 
 
@@ -97,5 +97,5 @@ def test_the_tree_refers_to_the_message_instead_of_copying_it_at_every_level():
 def test_structural_header_values_are_cut_before_their_parameters_are_parsed():
     raw = b"Content-Type: application/x" + b';a="b"' * 100_000 + b"\r\n\r\nbody"
     structure = body_structure(mime.parse(raw))
-    assert structure.startswith(b'("APPLICATION" "X" ("A" "b" "A" "b" ')
+    assert structure.startswith(b'("APPLICATION" "X" ("a" "b" "a" "b" ')
     assert len(structure) < 2 * MAX_STRUCTURE_HEADER
