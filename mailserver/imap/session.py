@@ -529,7 +529,8 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
         return await self._authenticate("LOGIN", name, password)
 
     async def cmd_authenticate(self, command: Command, args: Args) -> str:
-        mechanism = args.atom("mechanism").upper()
+        # RFC 3501's auth-type is an atom; James also takes a quoted or literal name, and so do we.
+        mechanism = args.astring("mechanism").upper()
         initial = args.astring("initial response") if args.more() else None
         args.end()
         if mechanism != "PLAIN":

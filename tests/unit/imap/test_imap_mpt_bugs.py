@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import imaplib
 
 import pytest
@@ -11,6 +12,8 @@ from mailserver.imap.bodystructure import body_structure
 from mailserver.imap.fetch import parse_request, parse_section
 from mailserver.imap.parser import ParseError, tokenize
 from mailserver.imap.sequence import SequenceSet
+from tests.unit.imap.conftest import PASSWORD, USER
+from tests.unit.imap.raw_client import RawImap
 
 
 def test_fetch_one_to_star_on_an_empty_mailbox_answers_ok(world):
@@ -220,3 +223,10 @@ def test_a_leaf_body_part_has_no_part_one_below_it():
         mime.find(root, [1, 1])
     assert mime.find(root, [2, 1]).body == b"inner body", "an attached message has a part 1"
     assert mime.find(mime.parse(b"Subject: x\r\n\r\nbody"), [1]).body == b"body"
+
+
+def test_authenticate_takes_a_quoted_mechanism_name(world):
+    raw = RawImap(world.port)
+    response = base64.b64encode(f"\0{USER}\0{PASSWORD}".encode())
+    assert raw.command(b"a1", b'AUTHENTICATE "PLAIN" ' + response)[-1].startswith(b"a1 OK ")
+    raw.close()
