@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from mailserver.imap.list_request import parse_list
-from mailserver.imap.listing import Entry, list_entries
+from mailserver.imap.listing import Entry, list_entries, lsub_entries
 from mailserver.imap.mailbox_feed import MailboxFeed
 from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normalize
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
@@ -190,8 +190,8 @@ class MailboxCommands(SessionBase):
         name = self._name(args)
         args.end()
         assert self.user is not None
-        if not await self.blocking(self.manager.mailbox_exists, self.path(name)):
-            raise MailboxNotFound(name)
+        # A name that is no mailbox (yet) may be subscribed, as with James and Dovecot: RFC 3501 6.3.6
+        # only allows a check, and LIST (SUBSCRIBED) shows such a name \NonExistent (RFC 5258).
         await self.blocking(self.server.subscriptions.subscribe, self.user, name)
         return "OK SUBSCRIBE completed"
 
@@ -258,8 +258,9 @@ class MailboxCommands(SessionBase):
         user, matcher = self.user, self._list_pattern(reference, pattern)
 
         def listing() -> bytes:
-            return b"".join(b'* LSUB () "' + DELIMITER.encode() + b'" ' + wire_name(name) + b"\r\n"
-                            for name in self.server.subscriptions.subscriptions(user) if matcher.matches(name))
+            entries = lsub_entries(self.server.subscriptions.subscriptions(user), matcher)
+            return b"".join(b"* LSUB (" + (b"\\Noselect" if noselect else b"") + b') "' + DELIMITER.encode() + b'" '
+                            + wire_name(name) + b"\r\n" for name, noselect in entries)
 
         await self.send(await self.blocking(listing))
         return "OK LSUB completed"

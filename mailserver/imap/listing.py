@@ -90,3 +90,19 @@ def list_entries(request: ListRequest, matchers: list[ListPattern], existing: It
         elif not special_only:
             entries.append(Entry(name, (b"\\Subscribed", b"\\NonExistent"), exists=False))
     return entries
+
+
+def lsub_entries(subscribed: Iterable[str], matcher: ListPattern) -> list[tuple[str, bool]]:
+    """LSUB's (name, \\Noselect) pairs: the subscribed names that match, and, for one that does not,
+    its matching ancestors that are not subscribed themselves, \\Noselect (RFC 3501 6.3.9: "foo.bar"
+    subscribed and "foo" not, LSUB "%" answers "foo" \\Noselect)."""
+    names = set(subscribed)
+    entries: dict[str, bool] = {}
+    for name in names:
+        if matcher.matches(name):
+            entries[name] = False
+            continue
+        for parent in ancestors(name):
+            if parent not in names and matcher.matches(parent):
+                entries[parent] = True
+    return sorted(entries.items())

@@ -336,8 +336,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
             status = await getattr(self, method)(command, Args(command.args))
             if self.selected is not None and status is not None and status.startswith("OK") and \
                     self.state is State.SELECTED:
-                base = command.name.removeprefix("UID ")
-                await self._refresh(expunges=command.name not in NO_EXPUNGE_DURING, uid=base != command.name)
+                await self._refresh(expunges=command.name not in NO_EXPUNGE_DURING)
             return status
         except ParseError as exc:
             return f"BAD {exc}"
@@ -365,7 +364,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
             log.exception("IMAP %s failed", command.name)
             return f"NO [SERVERBUG] {command.name} failed on the server; see its log (session {self.session_id})"
 
-    async def _refresh(self, *, expunges: bool, uid: bool = True) -> None:
+    async def _refresh(self, *, expunges: bool) -> None:
         """Untagged updates of the selected mailbox: from the events the bus pushed since the last
         command (no storage read, but for the metadata of new messages), or, when the bus may have
         lost some, from storage (one state read; the listing when the state changed)."""
@@ -381,7 +380,9 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
                 raise Bye("The selected mailbox was deleted")
         else:
             await self._resync(selected)
-        lines = selected.report(expunges=expunges, with_uid=True, with_modseq=self.condstore, vanished=self.qresync)
+        # UID only once CONDSTORE is on, where RFC 7162 3.1 requires it; James leaves it out otherwise.
+        lines = selected.report(expunges=expunges, with_uid=self.condstore, with_modseq=self.condstore,
+                                vanished=self.qresync)
         # Messages that arrived while selected are this session's \Recent ones: claim them.
         arrived, selected.arrived_recent = selected.arrived_recent, []
         if arrived:

@@ -75,7 +75,7 @@ class SessionBase:
         """Run a blocking call in the server's pool."""
         raise NotImplementedError
 
-    async def _refresh(self, *, expunges: bool, uid: bool = True) -> None:
+    async def _refresh(self, *, expunges: bool) -> None:
         """Send the untagged updates of the selected mailbox."""
         raise NotImplementedError
 

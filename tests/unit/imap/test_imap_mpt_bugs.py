@@ -10,6 +10,8 @@ import pytest
 from mailserver.imap import mime
 from mailserver.imap.bodystructure import body_structure
 from mailserver.imap.fetch import parse_request, parse_section
+from mailserver.imap.listing import lsub_entries
+from mailserver.imap.names import ListPattern
 from mailserver.imap.parser import ParseError, tokenize
 from mailserver.imap.sequence import SequenceSet
 from tests.unit.imap.conftest import PASSWORD, USER
@@ -230,3 +232,35 @@ def test_authenticate_takes_a_quoted_mechanism_name(world):
     response = base64.b64encode(f"\0{USER}\0{PASSWORD}".encode())
     assert raw.command(b"a1", b'AUTHENTICATE "PLAIN" ' + response)[-1].startswith(b"a1 OK ")
     raw.close()
+
+
+def test_a_name_that_is_no_mailbox_can_be_subscribed(world):
+    client = world.client()
+    assert client.subscribe("whatever")[0] == "OK"
+    assert b'() "." whatever' in client.lsub()[1]
+    client.logout()
+
+
+def test_lsub_percent_answers_the_unsubscribed_parent_of_a_subscription_noselect():
+    subscribed = ["INBOX", "a.b", "c", "c.d", "e.f.g"]
+    assert lsub_entries(subscribed, ListPattern("", "%")) == [("INBOX", False), ("a", True), ("c", False),
+                                                              ("e", True)]
+    assert lsub_entries(subscribed, ListPattern("", "*")) == [(name, False) for name in sorted(subscribed)]
+    assert lsub_entries(subscribed, ListPattern("", "e.%")) == [("e.f", True)]
+
+
+def test_an_unsolicited_fetch_carries_the_uid_only_once_condstore_is_on(world):
+    client, other = world.client(), world.client()
+    assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    assert other.select("INBOX")[0] == "OK"
+    raw = RawImap(world.port)
+    raw.command(b"l", f"LOGIN {USER} {PASSWORD}".encode())
+    raw.command(b"s", b"SELECT INBOX")
+    other.store("1", "+FLAGS", "(\\Flagged)")
+    assert b"* 1 FETCH (FLAGS (\\Flagged))\r\n" in raw.command(b"u", b"UID SEARCH ALL")
+    raw.command(b"e", b"ENABLE CONDSTORE")
+    other.store("1", "-FLAGS", "(\\Flagged)")
+    assert any(line.startswith(b"* 1 FETCH (FLAGS () UID 1 MODSEQ (") for line in raw.command(b"n", b"NOOP"))
+    raw.close()
+    other.logout()
+    client.logout()
