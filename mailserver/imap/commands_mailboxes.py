@@ -14,7 +14,7 @@ from mailserver.imap.names import InvalidName, ListPattern, encode_mutf7, normal
 from mailserver.imap.parser import Args, Atom, Command, Literal, ParseError
 from mailserver.imap.qresync import parse_select_params, select_resync
 from mailserver.imap.response import astring, number, parse_date_time
-from mailserver.imap.selected import SelectedMailbox, applicable_flags
+from mailserver.imap.selected import SelectedMailbox
 from mailserver.imap.session_base import No, SessionBase, State
 from mailserver.imap.status_items import parse_status_items
 from mailserver.mailbox.errors import MailboxNotFound, MaintenanceMode
@@ -103,8 +103,7 @@ class MailboxCommands(SessionBase):
         unseen = selected.first_unseen()
         if unseen is not None:
             lines.append(b"* OK [UNSEEN %d] First unseen message\r\n" % unseen)
-        lines += [b"* OK [PERMANENTFLAGS " + (b"()" if read_only else applicable_flags(selected.user_flags)[:-1]
-                                               + b" \\*)") + b"] Flags permitted\r\n",
+        lines += [b"* OK [PERMANENTFLAGS ()] Flags permitted\r\n" if read_only else selected.permanent_flags_response(),
                   b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq),
                   b"* OK [UIDNEXT %d] Predicted next UID\r\n" % selected.state.uid_next]
         await self.send(b"".join(lines))

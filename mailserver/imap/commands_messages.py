@@ -274,10 +274,11 @@ class MessageCommands(SessionBase):
             selected.flags_updated(updates)
             if updates:
                 self.server.watcher.changed(selected.mailbox.id)
+        lines = selected.announce_keywords(uids)
         if not silent:
-            lines = [selected.fetch_flags(selected.known[u], with_uid=by_uid or self.qresync,
-                                          with_modseq=self.condstore) for u in uids if u in selected.known]
-            await self.send(b"".join(lines))
+            lines += [selected.fetch_flags(selected.known[u], with_uid=by_uid or self.condstore,
+                                           with_modseq=self.condstore) for u in uids if u in selected.known]
+        await self.send(b"".join(lines))
         if modified:
             names = modified if by_uid else [selected.seq_of(u) or 0 for u in modified]
             return f"OK [MODIFIED {format_set(names)}] Conditional STORE failed for some messages"
@@ -317,7 +318,7 @@ class MessageCommands(SessionBase):
             if len(new_uids) == len(uids) else None
         if not move:
             return f"OK [{code}] COPY completed" if code else "OK COPY completed"
-        selected.gone |= set(uids)
+        selected.moved_out(uids)
         self.server.watcher.changed(selected.mailbox.id)
         if code:   # RFC 6851: COPYUID goes in an untagged OK, before the EXPUNGE responses
             await self.send(f"* OK [{code}] Moved\r\n".encode())

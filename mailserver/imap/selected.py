@@ -70,12 +70,12 @@ class SelectedMailbox:
 
     # -- updates -----------------------------------------------------------------------------
     def flags_updated(self, updates: Iterable[UpdatedFlags]) -> None:
-        """This session's own STORE: remember the new flags so they are not announced again."""
+        """This session's own STORE: remember the new flags so they are not announced again (a new
+        keyword is, by ``announce_keywords``)."""
         for update in updates:
             current = self.known.get(update.uid)
             if current is not None:
                 self.known[update.uid] = replace(current, flags=update.new_flags, mod_seq=update.mod_seq)
-                self.user_flags |= set(update.new_flags.user)
 
     def apply(self, fresh: list[MessageMetadata], state: MailboxState) -> None:
         """A fresh listing of the whole mailbox and its state: note what differs (``report`` tells it)."""
@@ -86,6 +86,13 @@ class SelectedMailbox:
         self.state, self.state_exact = state, True
 
     # -- what changed, from events or a listing; told by ``report`` --------------------------------
+    def moved_out(self, uids: Iterable[int]) -> None:
+        """This session's MOVE took them: EXPUNGEd at the next report, without the new RECENT count an
+        expunge of recent messages brings (James's MOVE sends none)."""
+        moved = set(uids)
+        self.gone |= moved
+        self.recent -= moved
+
     def note_expunged(self, uids: Iterable[int]) -> None:
         self.gone |= set(uids) & self.known.keys()
         self.state_exact = False
@@ -180,6 +187,18 @@ class SelectedMailbox:
 
     def flags_response(self) -> bytes:
         return b"* FLAGS " + applicable_flags(self.user_flags) + b"\r\n"
+
+    def permanent_flags_response(self) -> bytes:
+        return b"* OK [PERMANENTFLAGS " + applicable_flags(self.user_flags)[:-1] + b" \\*)] Flags permitted\r\n"
+
+    def announce_keywords(self, uids: Iterable[int]) -> list[bytes]:
+        """``* FLAGS`` and ``* OK [PERMANENTFLAGS]`` when the messages of ``uids`` carry a keyword not
+        announced yet: sent before a STORE's FETCH lines, as James does, so the client knows the keyword."""
+        new = {f for uid in uids if uid in self.known for f in self.known[uid].flags.user} - self.user_flags
+        if not new:
+            return []
+        self.user_flags |= new
+        return [self.flags_response(), self.permanent_flags_response()]
 
 
 def _shown(m: MessageMetadata) -> Flags:

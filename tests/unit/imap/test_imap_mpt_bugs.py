@@ -264,3 +264,34 @@ def test_an_unsolicited_fetch_carries_the_uid_only_once_condstore_is_on(world):
     raw.close()
     other.logout()
     client.logout()
+
+
+def selected_raw(world, messages: int) -> RawImap:
+    client = world.client()
+    for _ in range(messages):
+        assert client.append("INBOX", None, None, b"Subject: x\r\n\r\nbody\r\n")[0] == "OK"
+    client.logout()
+    raw = RawImap(world.port)
+    raw.command(b"l", f"LOGIN {USER} {PASSWORD}".encode())
+    raw.command(b"s", b"SELECT INBOX")
+    return raw
+
+
+def test_store_of_a_new_keyword_announces_the_flags_before_the_fetch(world):
+    raw = selected_raw(world, 1)
+    assert raw.command(b"a", b"STORE 1 +FLAGS (userflag)") == [
+        b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft userflag)\r\n",
+        b"* OK [PERMANENTFLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft userflag \\*)] Flags permitted\r\n",
+        b"* 1 FETCH (FLAGS (\\Recent userflag))\r\n", b"a OK STORE completed\r\n"]
+    assert raw.command(b"b", b"STORE 1 -FLAGS (userflag)") == [b"* 1 FETCH (FLAGS (\\Recent))\r\n",
+                                                               b"b OK STORE completed\r\n"]
+    raw.close()
+
+
+def test_move_of_recent_messages_expunges_them_without_a_recent_count(world):
+    raw = selected_raw(world, 3)
+    assert raw.command(b"c", b"CREATE moved")[-1].startswith(b"c OK")
+    lines = raw.command(b"m", b"MOVE 2:3 moved")
+    assert lines[1:] == [b"* 2 EXPUNGE\r\n", b"* 2 EXPUNGE\r\n", b"m OK MOVE completed\r\n"]
+    assert lines[0].startswith(b"* OK [COPYUID ")
+    raw.close()
