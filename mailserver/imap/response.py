@@ -77,14 +77,12 @@ def flag_list(flags: Flags, *, recent: bool = False) -> bytes:
 
 
 def date_time(value: datetime) -> bytes:
-    """``"17-Jul-1996 02:44:25 -0700"`` (INTERNALDATE); naive values are UTC."""
-    value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    offset = value.utcoffset()
-    minutes = int(offset.total_seconds() // 60) if offset is not None else 0
-    sign = "-" if minutes < 0 else "+"
-    minutes = abs(minutes)
+    """``"17-Jul-1996 09:44:25 +0000"`` (INTERNALDATE), always in UTC as James (in a UTC JVM): the
+    Cassandra backend keeps the instant, not the zone it was appended with, so every backend says the
+    same. Naive values are UTC."""
+    value = value.astimezone(UTC) if value.tzinfo is not None else value
     text = (f"{value.day:02d}-{_MONTHS[value.month - 1]}-{value.year:04d} {value.hour:02d}:{value.minute:02d}:"
-            f"{value.second:02d} {sign}{minutes // 60:02d}{minutes % 60:02d}")
+            f"{value.second:02d} +0000")
     return b'"' + text.encode() + b'"'
 
 

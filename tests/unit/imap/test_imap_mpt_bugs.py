@@ -295,3 +295,14 @@ def test_move_of_recent_messages_expunges_them_without_a_recent_count(world):
     assert lines[1:] == [b"* 2 EXPUNGE\r\n", b"* 2 EXPUNGE\r\n", b"m OK MOVE completed\r\n"]
     assert lines[0].startswith(b"* OK [COPYUID ")
     raw.close()
+
+
+def test_internaldate_is_told_in_utc_whatever_the_zone_appended_with(world):
+    raw = selected_raw(world, 0)
+    message = b"Subject: x\r\n\r\nbody\r\n"
+    raw.send(b'a APPEND INBOX "17-Jul-1996 02:44:25 -0700" {%d}\r\n' % len(message))
+    assert raw.line().startswith(b"+")
+    raw.send(message + b"\r\n")
+    assert raw.until_tagged(b"a")[-1].startswith(b"a OK")
+    assert b'* 1 FETCH (INTERNALDATE "17-Jul-1996 09:44:25 +0000")\r\n' in raw.command(b"f", b"FETCH 1 INTERNALDATE")
+    raw.close()

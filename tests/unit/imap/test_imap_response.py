@@ -47,7 +47,7 @@ def test_flag_list_and_recent():
 
 def test_dates_round_trip():
     when = datetime(1996, 7, 17, 2, 44, 25, tzinfo=timezone(timedelta(hours=-7)))
-    assert date_time(when) == b'"17-Jul-1996 02:44:25 -0700"'
+    assert date_time(when) == b'"17-Jul-1996 09:44:25 +0000"', "the instant, told in UTC"
     assert parse_date_time("17-Jul-1996 02:44:25 -0700") == when
     assert parse_date_time(" 7-Jul-1996 02:44:25 +0000") == datetime(1996, 7, 7, 2, 44, 25, tzinfo=UTC)
     assert parse_date("1-Feb-1994") == datetime(1994, 2, 1)
