@@ -276,7 +276,7 @@ class MessageCommands(SessionBase):
                 self.server.watcher.changed(selected.mailbox.id)
         lines = selected.announce_keywords(uids)
         if not silent:
-            lines += [selected.fetch_flags(selected.known[u], with_uid=by_uid or self.condstore,
+            lines += [selected.fetch_flags(selected.known[u], with_uid=by_uid or self.qresync,
                                            with_modseq=self.condstore) for u in uids if u in selected.known]
         await self.send(b"".join(lines))
         if modified:

@@ -380,7 +380,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
                 raise Bye("The selected mailbox was deleted")
         else:
             await self._resync(selected)
-        # UID only once CONDSTORE is on, where RFC 7162 requires it (QRESYNC turns it on); James leaves it out otherwise.
+        # UID only once CONDSTORE is on (QRESYNC turns it on), where RFC 7162 requires it; James leaves it out.
         lines = selected.report(expunges=expunges, with_uid=self.condstore, with_modseq=self.condstore,
                                 vanished=self.qresync)
         # Messages that arrived while selected are this session's \Recent ones: claim them.

@@ -269,7 +269,7 @@ def test_once_enabled_expunges_are_announced_as_vanished_with_the_highestmodseq(
     # FETCH keeps them for later, as it does EXPUNGE; its FETCH responses carry the UID.
     account.expunge_elsewhere([4])
     fetched = untagged(raw.command(b"f", b"FETCH 1 (FLAGS)"))
-    assert len(fetched) == 1 and fetched[0].startswith(b"* 1 FETCH (UID 4 FLAGS (")
+    assert len(fetched) == 1 and fetched[0].startswith(b"* 1 FETCH (FLAGS (") and b" UID 4 " in fetched[0]
     assert untagged(raw.command(b"o", b"NOOP")) == [b"* VANISHED 4\r\n"]
     # And while idling.
     account.append(1)
