@@ -174,7 +174,8 @@ def maintenance_keyspace(maintenance_cassandra):
 
 # Tests that bring up the stack's own Airflow (scheduler, dag-processor, PostgreSQL, a mail server).
 # Once up it idles at about a fifth of a core until the session ends, so these tests run last.
-STACK_AIRFLOW_TESTS = ("tests/e2e/airflow_api/", "tests/e2e/test_run_command.py", "tests/e2e/test_readme_first_mail.py")
+STACK_AIRFLOW_TESTS = ("tests/e2e/airflow_api/", "tests/e2e/maintenance/live_airflow/", "tests/e2e/test_run_command.py",
+                       "tests/e2e/test_readme_first_mail.py")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,13 +9,18 @@ server (the DAGs' health sensor asks its WebAdmin) and Airflow. Its connections 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
 from include.connections import DEFAULT_KEYSPACE
 from include.stack.manager import BACKENDS, StackManager
 from include.stack.services.airflow import Airflow
+from include.stack.services.mailserver import MailServer
+from include.stack.settings import StackSettings
 from mailserver.airflow.settings import AirflowSettings
+from tests.support.airflow_rest import StackAirflow
 
 STACK_KEYSPACE = DEFAULT_KEYSPACE
 NEEDED = (*BACKENDS, "postgres", "mailserver", "airflow")
@@ -65,3 +70,33 @@ def unpause(settings: AirflowSettings, dag_id: str) -> None:
         response = client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False})
         response.raise_for_status()
         assert response.json()["is_paused"] is False
+
+
+def stack_airflow_rest(settings: AirflowSettings) -> StackAirflow:
+    """The REST client of tests that drive the stack's Airflow as an operator would (its logs for failures)."""
+    airflow = StackManager(log=lambda _msg: None).services["airflow"]
+    assert isinstance(airflow, Airflow)
+    return StackAirflow(settings.url, settings.username, settings.password, airflow.home / "logs")
+
+
+@dataclass(frozen=True)
+class StackWebAdmin:
+    """WebAdmin of the stack's mail server: the one the stack's Airflow connections name."""
+
+    url: str
+    password: str
+
+    @classmethod
+    def of_stack(cls) -> StackWebAdmin:
+        server = MailServer(StackSettings())
+        password = server.webadmin_password()
+        assert password, f"no WebAdmin password in {server.password_file}"
+        return cls(server.webadmin_url, password)
+
+    def get(self, path: str) -> Any:
+        response = httpx.get(self.url + path, headers={"Password": self.password}, timeout=30)
+        response.raise_for_status()
+        return response.json() if response.content else None
+
+    def delete(self, path: str) -> None:
+        httpx.delete(self.url + path, headers={"Password": self.password}, timeout=30).raise_for_status()

@@ -20,13 +20,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
@@ -34,6 +31,7 @@ from include.stack.manager import StackManager
 from include.stack.services.airflow import DAG_FILE_REPARSE_SECONDS
 from include.stack.services.postgres import Postgres
 from include.stack.settings import StackSettings
+from tests.support.airflow_rest import AirflowRest
 from tests.support.ports import unused_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +41,6 @@ COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 PARSING = ("dag-processor", "scheduler")
 USERNAME = "admin"
 POOLS_FILE = REPO / "include" / "airflow" / "pools.json"
-# Its single API worker also serves the tasks' Execution API: on a loaded machine an answer has taken 40 s.
-API_TIMEOUT = 120.0
 
 
 def dag_ids(dags_folder: Path) -> set[str]:
@@ -53,7 +49,7 @@ def dag_ids(dags_folder: Path) -> set[str]:
 
 
 @dataclass
-class PrivateAirflow:
+class PrivateAirflow(AirflowRest):
     home: Path
     base_env: Mapping[str, str]
     dags_folder: Path = REPO / "dags"
@@ -61,13 +57,15 @@ class PrivateAirflow:
     settings: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=unused_port)
     password: str = field(default_factory=lambda: uuid.uuid4().hex)
+    username: str = USERNAME
     database: str = field(default_factory=lambda: f"airflow_private_{uuid.uuid4().hex[:8]}")
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     stack_settings: StackSettings = field(default_factory=StackSettings)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    url: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.url = f"http://127.0.0.1:{self.port}"
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -106,126 +104,6 @@ class PrivateAirflow:
                 self._spawn(component)
         self.wait_healthy(timeout)
         self.wait_parsed(parsed, timeout)
-
-    # -- REST API ------------------------------------------------------------------------------
-
-    @contextmanager
-    def api(self) -> Iterator[httpx.Client]:
-        """A client of Airflow's REST API with the admin's token."""
-        response = httpx.post(f"{self.url}/auth/token", json={"username": USERNAME, "password": self.password},
-                              timeout=API_TIMEOUT)
-        response.raise_for_status()
-        with httpx.Client(base_url=self.url, timeout=API_TIMEOUT,
-                          headers={"Authorization": f"Bearer {response.json()['access_token']}"}) as client:
-            yield client
-
-    def dags(self) -> dict[str, dict[str, Any]]:
-        with self.api() as client:
-            response = client.get("/api/v2/dags", params={"limit": 100})
-            response.raise_for_status()
-            return {dag["dag_id"]: dag for dag in response.json()["dags"]}
-
-    def runs(self, dag_id: str = "~") -> list[dict[str, Any]]:
-        """The DAG runs of ``dag_id`` (``~``: of every DAG)."""
-        with self.api() as client:
-            response = client.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 100})
-            response.raise_for_status()
-            return response.json()["dag_runs"]
-
-    def set_paused(self, dag_ids: list[str] | set[str], paused: bool) -> None:
-        with self.api() as client:
-            for dag_id in sorted(dag_ids):
-                response = client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": paused})
-                response.raise_for_status()
-                assert response.json()["is_paused"] is paused, response.json()
-
-    def delete_runs(self, dag_id: str) -> None:
-        """Every run of ``dag_id`` ended (marked failed: a running run cannot be deleted, 409) and deleted."""
-        with self.api() as client:
-            for run in self.runs(dag_id):
-                path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run['dag_run_id'], safe='')}"
-                if run["state"] not in ("success", "failed"):
-                    client.patch(path, json={"state": "failed"}).raise_for_status()
-                client.delete(path).raise_for_status()
-
-    def wait_run(self, dag_id: str, run_id: str, timeout: float = 900.0) -> dict[str, Any]:
-        """The run once it has ended (success or failed)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with self.api() as client:
-                    response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
-                    response.raise_for_status()
-                    run = response.json()
-            except httpx.TransportError as exc:   # a slow answer: ask again until the deadline
-                run = {"state": f"unknown ({exc!r})"}
-            if run["state"] in ("success", "failed"):
-                return run
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{dag_id} {run_id} still {run['state']} after {timeout:.0f} s; "
-                                     f"tasks: {self.task_states(dag_id, run_id)}\n{self.tail('scheduler')}")
-            time.sleep(3)
-
-    def run(self, dag_id: str, run_id: str) -> dict[str, Any]:
-        with self.api() as client:
-            response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")
-            response.raise_for_status()
-            return response.json()
-
-    def wait_run_note(self, dag_id: str, run_id: str, timeout: float = 120.0) -> str:
-        """The note of an ended run: the scheduler's listener writes it as the run ends, maybe a
-        moment after the run's state is read as ended."""
-        deadline = time.monotonic() + timeout
-        while True:
-            run = self.run(dag_id, run_id)
-            if run.get("note"):
-                return run["note"]
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{dag_id} {run_id} ({run['state']}) has no note after {timeout:.0f} s: "
-                                     f"the run-notes listener did not write one\n{self.tail('scheduler')}")
-            time.sleep(2)
-
-    def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
-        with self.api() as client:
-            response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}")
-            response.raise_for_status()
-            return response.json()
-
-    def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
-        with self.api() as client:
-            response = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")
-            response.raise_for_status()
-            return {ti["task_id"]: ti["state"] for ti in response.json()["task_instances"]}
-
-    def health(self) -> dict[str, Any]:
-        response = httpx.get(f"{self.url}/api/v2/monitor/health", timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def scheduler_heartbeat(self) -> datetime | None:
-        beat = self.health().get("scheduler", {}).get("latest_scheduler_heartbeat")
-        return datetime.fromisoformat(beat) if beat else None
-
-    def wait_scheduler_loops(self, after: datetime, loops: int = 2, timeout: float = 120.0) -> None:
-        """Wait until the scheduler heartbeat ``loops`` times after ``after``: its loop heartbeats
-        between two scheduling passes, so a pass that saw the state of ``after`` has completed."""
-        deadline = time.monotonic() + timeout
-        seen: set[datetime] = set()
-        while True:
-            try:
-                beat = self.scheduler_heartbeat()
-            except httpx.TransportError:
-                beat = None
-            if beat is not None and beat > after:
-                seen.add(beat)
-                if len(seen) >= loops:
-                    return
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the scheduler heartbeat {len(seen)} time(s) in {timeout:.0f} s after "
-                                     f"{after.isoformat()}:\n{self.tail('scheduler')}")
-            time.sleep(1)
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -309,12 +187,6 @@ class PrivateAirflow:
         env.update(self.settings)
         return env
 
-    def tail(self, component: str, lines: int = 40) -> str:
-        path = self._log(component)
-        if not path.exists():
-            return f"({path} not written)"
-        return f"--- {path} ---\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
     def _secrets(self) -> dict[str, str]:
         path = self.home / "secrets.json"
         if not path.exists():
@@ -326,7 +198,7 @@ class PrivateAirflow:
             path.chmod(0o600)
         return json.loads(path.read_text())
 
-    def _log(self, component: str) -> Path:
+    def log_file(self, component: str) -> Path:
         return self.home / "logs" / f"{component}.log"
 
     def _cli(self, *args: str, timeout: float) -> None:
@@ -336,7 +208,7 @@ class PrivateAirflow:
             raise AssertionError(f"airflow {' '.join(args)} failed:\n" + (result.stdout + result.stderr)[-3000:])
 
     def _spawn(self, component: str) -> None:
-        log = self._log(component)
+        log = self.log_file(component)
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
             # A session of its own: the component's children (API workers, task runners, parsers) are

@@ -1,36 +1,54 @@
-"""A freshly started platform of the tests' own: a real Airflow (api-server, scheduler, dag-processor,
-triggerer) on a new database, with the repository's DAGs, whose connections are the maintenance
-world's (its keyspace and WebAdmin, Spark on ``local[2]``). One per package: every test here starts
-from the DAGs as shipped, paused, and leaves them paused.
+"""The platform as an operator finds it: the stack's Airflow (api-server, scheduler, dag-processor,
+triggerer on PostgreSQL) with the repository's DAGs as shipped. Its connections are the stack's:
+``james_keyspace`` (tests seed users of their own there), the stack's mail server's WebAdmin, Spark
+on ``local[*]``.
+
+It is shared: other tests' runs may be there, and DAGs may be paused or not. Each test here finds
+the DAGs as they are, asserts only on the runs it made, and leaves every DAG's pause state as it
+found it (``dags_as_found``).
 
 An operator in front of it: Debian's Chromium driven by Playwright, signed in to its UI.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.support.private_airflow import USERNAME, PrivateAirflow
+from tests.support.airflow_rest import StackAirflow
+from tests.support.airflow_stack import StackWebAdmin, api, stack_airflow, stack_airflow_rest, wait_for_dag
+from tests.support.private_airflow import REPO, dag_ids
 
 CHROMIUM = Path("/usr/bin/chromium")
 # A loaded machine: the UI's pages wait on an API that may answer slowly.
 UI_TIMEOUT_MS = 120_000
 
 
-@pytest.fixture(scope="package")
-def live_airflow(maintenance_airflow, maintenance_webadmin, spark_env,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateAirflow]:
-    # maintenance_airflow put the maintenance world's AIRFLOW_CONN_* into this process's environment.
-    airflow = PrivateAirflow(home=tmp_path_factory.mktemp("live-airflow"), base_env=dict(os.environ))
-    try:
-        yield airflow.start()
-    finally:
-        airflow.stop()
+@pytest.fixture(scope="session")
+def live_airflow() -> StackAirflow:
+    settings = stack_airflow()
+    with api(settings) as client:   # an Airflow started just now may not have parsed every DAG file yet
+        for dag_id in sorted(dag_ids(REPO / "dags")):
+            wait_for_dag(client, dag_id)
+    return stack_airflow_rest(settings)
+
+
+@pytest.fixture(autouse=True)
+def dags_as_found(live_airflow: StackAirflow) -> Iterator[dict[str, bool]]:
+    """Each DAG's pause state before the test, put back after it."""
+    found = live_airflow.paused()
+    yield found
+    changed = {dag_id for dag_id, paused in live_airflow.paused().items() if found.get(dag_id, paused) != paused}
+    for paused in (True, False):
+        live_airflow.set_paused({d for d in changed if found[d] is paused}, paused)
+
+
+@pytest.fixture(scope="session")
+def stack_webadmin(live_airflow: StackAirflow) -> StackWebAdmin:
+    return StackWebAdmin.of_stack()
 
 
 @pytest.fixture(scope="package")
@@ -46,13 +64,13 @@ def chromium() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def operator(chromium: Browser, live_airflow: PrivateAirflow) -> Iterator[Page]:
+def operator(chromium: Browser, live_airflow: StackAirflow) -> Iterator[Page]:
     """A signed-in operator's page."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1000}, base_url=live_airflow.url)
     context.set_default_timeout(UI_TIMEOUT_MS)
     page = context.new_page()
     page.goto("/")
-    page.get_by_label("Username").fill(USERNAME)
+    page.get_by_label("Username").fill(live_airflow.username)
     page.get_by_label("Password").fill(live_airflow.password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda url: "/auth/login" not in url)
