@@ -1,10 +1,10 @@
 """An Airflow of the test's own: api-server, scheduler, dag-processor and triggerer on a fresh database.
 
-The stack's Airflow (``airflow_stack.py``) is shared: other tests' runs queue there, and its
-connections name the stack's mail server. Tests that unpause every DAG, enable schedules through the
-environment of the scheduler and the dag-processor, or drive the UI need a platform that is freshly
-started and entirely theirs: this one has its own home, port, log-server ports and PostgreSQL
-database (in the stack's PostgreSQL, dropped at the end), the repository's DAGs and plugins, and the
+The stack's Airflow (``airflow_stack.py``) is shared and serves most tests that need a real
+scheduler or the UI. Tests that enable schedules through the environment of the scheduler and the
+dag-processor must restart both, which a shared Airflow must not undergo: they start this one, with
+its own home, port, log-server ports and PostgreSQL database (in the stack's PostgreSQL, dropped at
+the end), a DAG folder (the repository's unless given), the repository's plugins, and the
 connections of the caller's environment.
 
 ``reconfigure`` restarts the dag-processor and the scheduler with other platform settings (schedules
