@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
+HEADER_BATCH = 100   # messages rendered in one pool call when a FETCH needs no body
 _GONE = (MessageNotFound, BlobNotFound)
 
 
@@ -145,7 +146,19 @@ class MessageCommands(SessionBase):
 
     def _content(self, meta: MessageMetadata) -> Content:
         manager = self.manager
-        return Content(meta, self.server.read_header, lambda m: manager.read_message(m.message_id))
+        return Content(meta, self.server.read_header, lambda m: manager.read_message(m.message_id),
+                       self.server.headers.envelope)
+
+    def _render_each(self, items: list[tuple[MessageMetadata, int, bool]],
+                     request: FetchRequest) -> list[list[bytes | StreamSlice] | None]:
+        """Blocking: the FETCH response of each (message, seq, recent); None for one gone meanwhile."""
+        out: list[list[bytes | StreamSlice] | None] = []
+        for meta, seq, recent in items:
+            try:
+                out.append(render(meta, seq, request, self._content(meta), recent=recent))
+            except _GONE:
+                out.append(None)
+        return out
 
     def _open_message(self, meta: MessageMetadata) -> BinaryIO:
         """Blocking: the message as a stream, its header from the server's header cache, so that a
@@ -179,39 +192,53 @@ class MessageCommands(SessionBase):
                     # First, as James does: a client reading the reply in order learns of \\Seen before the body.
                     request = FetchRequest([Attribute("FLAGS"), *request.attributes], request.changed_since)
         meta_only = all(a.need == "meta" for a in request.attributes)
+        # Headers are small: the messages of a header-only FETCH are rendered HEADER_BATCH to a pool
+        # call (one thread hand-off, not one a message); bodies one by one, to hold one at a time.
+        batch = HEADER_BATCH if all(a.need in ("meta", "header") for a in request.attributes) else 1
         missing = False
-        for uid in uids:
-            meta = selected.known[uid]
-            seq = selected.seq_of(uid)
-            assert seq is not None
-            recent = uid in selected.recent
-            if meta_only:
-                pieces = render(meta, seq, request, self._content(meta), recent=recent)
-            else:
-                try:
-                    pieces = await self.blocking(render, meta, seq, request, self._content(meta), recent=recent)
-                except _GONE:
-                    missing = True
+        for start in range(0, len(uids), batch):
+            items = []
+            for uid in uids[start:start + batch]:
+                seq = selected.seq_of(uid)
+                assert seq is not None
+                items.append((selected.known[uid], seq, uid in selected.recent))
+            rendered = self._render_each(items, request) if meta_only \
+                else await self.blocking(self._render_each, items, request)
+            written: list[bytes] = []   # responses without a stream, written together (one send)
+            for pieces in rendered:
+                if pieces is not None and all(isinstance(p, bytes) for p in pieces):
+                    written.extend(pieces)   # type: ignore[arg-type]
                     continue
-            streams = {}
-            try:
-                for piece in pieces:   # opened before anything of this message is written: a miss costs nothing
-                    if isinstance(piece, StreamSlice):
-                        streams[id(piece)] = await self.blocking(self._open_message, piece.message)
-            except _GONE:
-                for stream in streams.values():
-                    await self.blocking(stream.close)
-                missing = True
-                continue
-            for piece in pieces:
-                if isinstance(piece, bytes):
-                    self.write(piece)
-                else:
-                    await self._stream(piece, streams[id(piece)])
-            await self.drain()
+                if written:
+                    await self.send(b"".join(written))
+                    written = []
+                if pieces is None or not await self._write_fetched(pieces):
+                    missing = True
+            if written:
+                await self.send(b"".join(written))
         if missing:
             raise No("some of the requested messages no longer exist", "EXPUNGEISSUED")
         return "OK FETCH completed"
+
+    async def _write_fetched(self, pieces: list[bytes | StreamSlice]) -> bool:
+        """One message's FETCH response: its bytes, and its streamed parts from the blob store;
+        False, writing nothing, when its content is gone."""
+        streams = {}
+        try:
+            for piece in pieces:   # opened before anything of this message is written: a miss costs nothing
+                if isinstance(piece, StreamSlice):
+                    streams[id(piece)] = await self.blocking(self._open_message, piece.message)
+        except _GONE:
+            for stream in streams.values():
+                await self.blocking(stream.close)
+            return False
+        for piece in pieces:
+            if isinstance(piece, bytes):
+                self.write(piece)
+            else:
+                await self._stream(piece, streams[id(piece)])
+        await self.drain()
+        return True
 
     async def _stream(self, piece: StreamSlice, stream: BinaryIO) -> None:
         """Write octets [start, start + length) of a message from the blob store, chunk by chunk."""

@@ -192,9 +192,12 @@ class Content:
     """What one message's items need, loaded once (blocking: run off the event loop)."""
 
     def __init__(self, meta: MessageMetadata, read_header: Callable[[MessageMetadata], bytes],
-                 read_full: Callable[[MessageMetadata], bytes]) -> None:
+                 read_full: Callable[[MessageMetadata], bytes],
+                 envelope_of: Callable[[MessageMetadata, Callable[[], bytes]], bytes] | None = None) -> None:
+        """``envelope_of(meta, render)``: where rendered envelopes are kept (the header cache)."""
         self.meta = meta
         self._read_header, self._read_full = read_header, read_full
+        self._envelope_of = envelope_of
         self._header: bytes | None = None
         self._fields: Message | None = None
         self._full: bytes | None = None
@@ -212,6 +215,12 @@ class Content:
         if self._fields is None:
             self._fields = mime.parse(self.header).fields
         return self._fields
+
+    @property
+    def envelope(self) -> bytes:
+        if self._envelope_of is None:
+            return envelope(self.fields)
+        return self._envelope_of(self.meta, lambda: envelope(self.fields))
 
     @property
     def full(self) -> bytes:
@@ -288,7 +297,7 @@ def _render_one(attr: Attribute, meta: MessageMetadata, content: Content, *, rec
     if name == "RFC822.SIZE":
         return [b"RFC822.SIZE " + number(meta.size)]
     if name == "ENVELOPE":
-        return [b"ENVELOPE " + envelope(content.fields)]
+        return [b"ENVELOPE " + content.envelope]
     if name == "BODYSTRUCTURE":
         return [b"BODYSTRUCTURE " + body_structure(content.tree)]
     if name == "BODY" and attr.section is None:
