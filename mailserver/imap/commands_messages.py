@@ -151,14 +151,28 @@ class MessageCommands(SessionBase):
 
     def _render_each(self, items: list[tuple[MessageMetadata, int, bool]],
                      request: FetchRequest) -> list[list[bytes | StreamSlice] | None]:
-        """Blocking: the FETCH response of each (message, seq, recent); None for one gone meanwhile."""
+        """Blocking: the FETCH response of each (message, seq, recent); None for one gone meanwhile.
+        Slices of a chunk or less are read here (one pool call for the message, not four)."""
         out: list[list[bytes | StreamSlice] | None] = []
         for meta, seq, recent in items:
             try:
-                out.append(render(meta, seq, request, self._content(meta), recent=recent))
+                pieces = render(meta, seq, request, self._content(meta), recent=recent)
+                out.append([self._read_slice(p) if isinstance(p, StreamSlice) and p.length <= CHUNK else p
+                            for p in pieces])
             except _GONE:
                 out.append(None)
         return out
+
+    def _read_slice(self, piece: StreamSlice) -> bytes:
+        """Blocking: octets [start, start + length) of a message, as ``_stream`` would write them."""
+        with self._open_message(piece.message) as stream:
+            if piece.start:
+                stream.read(piece.start)
+            data = stream.read(piece.length)
+        if len(data) < piece.length:
+            log.error("message %s is shorter than its recorded size %d", piece.message.message_id, piece.message.size)
+            raise Bye("Internal error: message content shorter than announced")
+        return data
 
     def _open_message(self, meta: MessageMetadata) -> BinaryIO:
         """Blocking: the message as a stream, its header from the server's header cache, so that a

@@ -41,3 +41,22 @@ def test_the_least_recently_read_headers_leave_first_when_full():
     read(a), read(b)
 
     assert reads == ["a", "b", "c", "b"]
+
+
+def test_an_envelope_is_rendered_once_per_header_blob_id():
+    renders: list[str] = []
+    cache = HeaderCache()
+    first = replace(metadata(MailboxId.generate(), 1), header_blob_id="blob-a")
+    copy = replace(first, uid=2)
+    other = replace(first, uid=3, header_blob_id="blob-b")
+
+    def render(message):
+        def run() -> bytes:
+            renders.append(message.header_blob_id)
+            return b'(NIL "' + message.header_blob_id.encode() + b'")'
+        return run
+
+    assert cache.envelope(first, render(first)) == b'(NIL "blob-a")'
+    assert cache.envelope(copy, render(copy)) == b'(NIL "blob-a")'
+    assert cache.envelope(other, render(other)) == b'(NIL "blob-b")'
+    assert renders == ["blob-a", "blob-b"]
