@@ -470,6 +470,8 @@ def main() -> int:
                f"{'exact' if not problems else 'NOT exact'}.", ""] if before_resume is not None else []),
             "The purge's phases (seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["phaseSeconds"].items())
             + ".",
+            "The executors' thread-seconds per kind of request (both tasks, all threads): "
+            + ", ".join(f"{k} {v:.1f}" for k, v in report.get("executorSeconds", {}).items()) + ".",
             "",
         ]
         print("\n".join(lines))

@@ -2,18 +2,26 @@
 
 One Spark task purges one slice: a list of (month, owner) pairs, the owner partitions of
 ``deletedMessageMetadata`` of expired months. Owners of the same month are taken ``OWNERS_PER_GROUP``
-at a time, ``concurrency`` groups at once (threads sharing the worker's CQL session and S3 client,
-both thread-safe). For a group, in this order (content first, metadata last, as James):
+at a time, ``2 * concurrency`` groups at once (threads sharing the worker's CQL session and S3
+client, both thread-safe), their S3 requests ``concurrency`` at once. For a group, in this order
+(content and storage rows first, the metadata last, as James):
 
-1. its partitions are read (message id, payload, the payload's write time), a page at a time;
+1. its partitions are read (message id, payload, the payload's write time), the first page of
+   every partition at once, the next pages as they come;
 2. every ``MAX_KEYS`` entries: their content objects go in one S3 ``DeleteObjects`` request (the
-   blob id is in the payload), then their ``storageInformation`` rows, in unlogged batches of
-   about sixty deletes with several batches in flight. Those are one row each (the table's
-   partition key is the owner and the message id), the only per-entry work, as in James. Each
-   delete carries the payload's write time (``USING TIMESTAMP``): the row written with the entry
-   goes, while a row written later (the same message archived again in a later month, which
-   James would lose) survives;
-3. the owner partitions themselves, one partition delete each.
+   blob id is in the payload), handed to the task's S3 pool, while this thread deletes their
+   ``storageInformation`` rows, in unlogged batches of about sixty deletes with several batches in
+   flight (both are independent: the partition still names every entry until step 3). Those rows
+   are one each (the table's partition key is the owner and the message id), the only per-entry
+   work, as in James. Each delete carries the payload's write time (``USING TIMESTAMP``): the row
+   written with the entry goes, while a row written later (the same message archived again in a
+   later month, which James would lose) survives;
+3. once every S3 request of the group has succeeded, the owner partitions themselves, one
+   partition delete each.
+
+The S3 server is the slowest of the three (docs/benchmarks.md): with twice as many groups as S3
+requests in flight, a group reads and deletes rows while another's contents are being deleted.
+Each task reports its thread-seconds per kind of request (``executorSeconds`` in the job's report).
 
 A killed run leaves whole owner partitions (a partition goes in one delete, after its entries'
 content and storage rows), so the next run reads the unfinished ones again and redoes their
@@ -26,12 +34,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_apps.common.bookkeeping import Checkpoints, SliceResult
 from spark_apps.common.cql import CqlEndpoint, CqlSession
@@ -57,6 +66,7 @@ PAGE_SIZE = 1000
 STORAGE_BATCH_BYTES = 4000
 STORAGE_BATCH_STATEMENTS = 64
 STATEMENTS_IN_FLIGHT = 8
+GROUPS_PER_S3_REQUEST = 2   # groups in flight per S3 request in flight: one deleting contents, one the rest
 
 
 class _QuietCrossPartitionBatches(logging.Filter):
@@ -70,8 +80,7 @@ class _QuietCrossPartitionBatches(logging.Filter):
 logging.getLogger("cassandra.protocol").addFilter(_QuietCrossPartitionBatches())
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):   # a tuple: the cheapest object per entry
     owner: str
     message_id: str
     blob_id: str | None      # None: the payload does not say (its object goes with the month's bucket)
@@ -136,56 +145,114 @@ class PurgeTarget:
         return self.bucket_prefix + month
 
 
+# Thread-seconds of a task, per kind of request (the report's ``executorSeconds``): where the time went.
+READS, CONTENTS, STORAGE_ROWS, PARTITIONS, CONTENTS_AWAITED = (
+    "partitionReads", "contentDeletes", "storageDeletes", "partitionDeletes", "waitedForContents")
+
+
 @dataclass
 class GroupResult:
     entries: Counter[str] = field(default_factory=Counter)      # per month
     fixed: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))   # per kind of request
+
+
+class _Stopwatch:
+    """Adds the seconds of a ``with`` block to a counter."""
+
+    def __init__(self, seconds: defaultdict[str, float], what: str) -> None:
+        self.seconds, self.what = seconds, what
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *_: object) -> None:
+        self.seconds[self.what] += time.perf_counter() - self.started
+
+
+def _delete_contents(s3: Any, bucket: str, keys: Sequence[str]) -> float:
+    """One ``DeleteObjects`` request (``keys`` are at most ``MAX_KEYS``); its seconds."""
+    started = time.perf_counter()
+    delete_keys(s3, bucket, keys)
+    return time.perf_counter() - started
 
 
 class _GroupPurge:
-    """One group of owner partitions of one month, as the module's docstring says."""
+    """One group of owner partitions of one month, as the module's docstring says.
 
-    def __init__(self, target: PurgeTarget, cql: CqlSession, s3: Any, limiter: RateLimiter) -> None:
-        self.target, self.cql, self.s3, self.limiter = target, cql, s3, limiter
+    The S3 requests go to ``contents``, a pool shared by the task's groups: a group's storage rows
+    are deleted while its contents are, and other groups read and delete rows meanwhile, so the S3
+    server, the slowest of the three, is kept busy."""
+
+    def __init__(self, target: PurgeTarget, cql: CqlSession, s3: Any, limiter: RateLimiter,
+                 contents: ThreadPoolExecutor) -> None:
+        self.target, self.cql, self.s3, self.limiter, self.contents = target, cql, s3, limiter, contents
 
     def run(self, month: str, owners: Sequence[str], sample: int) -> GroupResult:
         from cassandra.concurrent import execute_concurrent_with_args
 
         result = GroupResult()
+        pending: list[Future[float]] = []
         buffer: list[Entry] = []
-        for owner in owners:
-            for entry in self._entries(month, owner):
+        for owner, rows in self._partitions(month, owners, result.seconds):
+            for entry in self._entries(owner, rows, result.seconds):
                 buffer.append(entry)
                 if len(result.fixed) < sample:
                     result.fixed.append({"kind": month, "bucketname": month, "owner": owner,
                                          "messageid": entry.message_id})
                 if len(buffer) == MAX_KEYS:
-                    self._flush(month, buffer)
+                    pending.extend(self._flush(month, buffer, result.seconds))
                     result.entries[month] += len(buffer)
                     buffer = []
         if buffer:
-            self._flush(month, buffer)
+            pending.extend(self._flush(month, buffer, result.seconds))
             result.entries[month] += len(buffer)
-        execute_concurrent_with_args(self.cql.session, self.cql.prepared(DELETE_PARTITION),
-                                     [(month, owner) for owner in owners], concurrency=STATEMENTS_IN_FLIGHT,
-                                     raise_on_first_error=True)
+        with _Stopwatch(result.seconds, CONTENTS_AWAITED):
+            for request in pending:   # every content gone before any partition: a rerun finds what failed
+                result.seconds[CONTENTS] += request.result()
+        with _Stopwatch(result.seconds, PARTITIONS):
+            execute_concurrent_with_args(self.cql.session, self.cql.prepared(DELETE_PARTITION),
+                                         [(month, owner) for owner in owners], concurrency=STATEMENTS_IN_FLIGHT,
+                                         raise_on_first_error=True)
         return result
 
-    def _entries(self, month: str, owner: str) -> Iterator[Entry]:
-        statement = self.cql.prepared(SELECT_PARTITION).bind((month, owner))
-        statement.fetch_size = PAGE_SIZE
-        for row in self.cql.session.execute(statement):
-            yield Entry(owner, row["messageid"], blob_id_of(row["payload"]), row["written"])
+    def _partitions(self, month: str, owners: Sequence[str],
+                    seconds: defaultdict[str, float]) -> Iterator[tuple[str, Any]]:
+        """Each owner's partition, the first pages of all read at once (the next ones as they are iterated)."""
+        from cassandra.concurrent import execute_concurrent
 
-    def _flush(self, month: str, entries: Sequence[Entry]) -> None:
+        select = self.cql.prepared(SELECT_PARTITION)
+        statements = []
+        for owner in owners:
+            bound = select.bind((month, owner))
+            bound.fetch_size = PAGE_SIZE
+            statements.append((bound, None))
+        with _Stopwatch(seconds, READS):
+            pages = execute_concurrent(self.cql.session, statements, concurrency=STATEMENTS_IN_FLIGHT,
+                                       raise_on_first_error=True, results_generator=False)
+        for owner, (_, rows) in zip(owners, pages, strict=True):
+            yield owner, rows
+
+    @staticmethod
+    def _entries(owner: str, rows: Any, seconds: defaultdict[str, float]) -> Iterator[Entry]:
+        """The partition's entries, a page at a time (``rows``: the driver's result of its first page)."""
+        while True:
+            for row in rows.current_rows:
+                yield Entry(owner, row["messageid"], blob_id_of(row["payload"]), row["written"])
+            if not rows.has_more_pages:
+                return
+            with _Stopwatch(seconds, READS):
+                rows.fetch_next_page()
+
+    def _flush(self, month: str, entries: Sequence[Entry], seconds: defaultdict[str, float]) -> list[Future[float]]:
+        """The entries' contents handed to the S3 pool, their storage rows deleted meanwhile; the S3 request."""
         from cassandra.concurrent import execute_concurrent
         from cassandra.query import BatchStatement, BatchType
 
         self.limiter.acquire(len(entries))
         keys = [e.blob_id for e in entries if e.blob_id is not None]
-        if keys:
-            delete_keys(self.s3, self.target.s3_bucket(month), keys)
+        requests = [self.contents.submit(_delete_contents, self.s3, self.target.s3_bucket(month), keys)] if keys else []
         up_to, anyway = self.cql.prepared(DELETE_STORAGE_WRITTEN_UP_TO), self.cql.prepared(DELETE_STORAGE)
         statements = []
         for batch in storage_batches(entries):
@@ -196,18 +263,24 @@ class _GroupPurge:
                 else:
                     statement.add(anyway, (e.owner, e.message_id))
             statements.append((statement, ()))
-        execute_concurrent(self.cql.session, statements, concurrency=STATEMENTS_IN_FLIGHT, raise_on_first_error=True)
+        with _Stopwatch(seconds, STORAGE_ROWS):
+            execute_concurrent(self.cql.session, statements, concurrency=STATEMENTS_IN_FLIGHT,
+                               raise_on_first_error=True)
+        return requests
 
 
 def purge_owner_partitions(target: PurgeTarget, pairs: Sequence[tuple[str, str]]) -> GroupResult:
-    """Purge these (month, owner) partitions, ``target.concurrency`` groups at once; failures are per owner."""
+    """Purge these (month, owner) partitions: ``target.concurrency`` S3 requests in flight, twice as many groups
+    being read and deleted (the rest of a group's work overlaps the S3 requests); failures are per owner."""
     cql = target.endpoint.session()
     s3 = use_content_md5(target.s3.client())
     limiter = RateLimiter(target.rate)
     total = GroupResult()
     groups = owner_groups(pairs)
-    with ThreadPoolExecutor(max(1, target.concurrency), thread_name_prefix="vault-purge") as pool:
-        purge = _GroupPurge(target, cql, s3, limiter)
+    slots = max(1, target.concurrency)
+    with ThreadPoolExecutor(slots, thread_name_prefix="vault-contents") as contents, \
+            ThreadPoolExecutor(GROUPS_PER_S3_REQUEST * slots, thread_name_prefix="vault-purge") as pool:
+        purge = _GroupPurge(target, cql, s3, limiter, contents)
         futures = {pool.submit(purge.run, month, owners, target.sample_size): (month, owners)
                    for month, owners in groups}
         for future in as_completed(futures):
@@ -220,6 +293,8 @@ def purge_owner_partitions(target: PurgeTarget, pairs: Sequence[tuple[str, str]]
                                       for owner in owners)
                 continue
             total.entries.update(done.entries)
+            for what, spent in done.seconds.items():
+                total.seconds[what] += spent
             total.fixed.extend(done.fixed[: max(0, target.sample_size - len(total.fixed))])
     return total
 
@@ -228,7 +303,9 @@ def purge_slice(target: PurgeTarget, slice_: int, pairs: Sequence[tuple[str, str
     """One Spark task: a slice's owner partitions, checkpointed here once all are purged."""
     result = purge_owner_partitions(target, pairs)
     deleted = sum(result.entries.values())
+    seconds = {what: round(spent, 3) for what, spent in sorted(result.seconds.items())}
     if not result.failures:   # a slice with failures is redone by the next attempt
         Checkpoints(target.endpoint.session(), target.job, target.run_key).mark_done(
             slice_, SliceResult({DELETED_ENTRIES: deleted}, result.fixed, []))
-    return {"slice": slice_, "entries": dict(result.entries), "fixed": result.fixed, "failures": result.failures}
+    return {"slice": slice_, "entries": dict(result.entries), "fixed": result.fixed, "failures": result.failures,
+            "seconds": seconds}

@@ -8,10 +8,11 @@ task, the job drops each expired month whole, in bulk, content before metadata:
 * the expired months and their owners come from ``userPerBucket`` (small: a row per owner and
   month); each (month, owner) is an owner partition of ``deletedMessageMetadata``, hashed into
   one of ``--slices`` checkpointed slices, one Spark task each;
-* on the executors (spark_apps/common/vault_purge.py), owner partitions are read and purged
-  ``--concurrency`` groups at once per task: content objects by S3 ``DeleteObjects`` (1,000 keys a
-  request, the blob ids are in the payloads), then the ``storageInformation`` rows (per entry, as in
-  James, in unlogged batches), then each owner partition with one delete;
+* on the executors (spark_apps/common/vault_purge.py), owner partitions are read and purged by
+  groups, ``--concurrency`` S3 requests and twice as many groups in flight per task: content
+  objects by S3 ``DeleteObjects`` (1,000 keys a request, the blob ids are in the payloads) while
+  the ``storageInformation`` rows go (per entry, as in James, in unlogged batches), then, both
+  done, each owner partition with one delete;
 * on the driver, each month whose owners are all done loses what is left in its S3 bucket
   (objects no entry names, from an interrupted append: listed and deleted in batches) and the
   bucket itself, then its ``userPerBucket`` partition, James's listing of the month, last;
@@ -28,7 +29,9 @@ again the owner partitions of the others (the purged ones are empty) and finishe
 second run finds nothing. The dry run reads the expired entries (connector scan) and writes
 nothing. Report: James's ``deleted-messages-blob-store-based-garbage-collection``
 (``beginningOfRetentionPeriod``, ``deletedBuckets``) plus ``deletedEntries``, ``expiredBuckets``,
-``deletedOrphanObjects`` and the entries found per month.
+``deletedOrphanObjects``, the entries found per month and, for operators, the executors'
+thread-seconds per kind of request (``executorSeconds``: partition reads, content deletes,
+storage deletes, partition deletes, and the groups' wait for their contents).
 """
 
 from __future__ import annotations
@@ -147,8 +150,9 @@ class PurgeDeletedMessagesVault(Procedure):
                        help="ISO-8601 instant: purge the months that ended before it (instead of now - retention)")
         g.add_argument("--bucket-prefix", help="the server's bucket prefix [S3_BUCKET_PREFIX]")
         g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                       help=f"groups of owner partitions purged at once by each Spark task (1 to {MAX_CONCURRENCY}, "
-                            f"default {DEFAULT_CONCURRENCY}; --rate still bounds the whole job)")
+                       help=f"S3 DeleteObjects requests in flight per Spark task, with twice as many groups of owner "
+                            f"partitions being read and deleted (1 to {MAX_CONCURRENCY}, default "
+                            f"{DEFAULT_CONCURRENCY}; --rate still bounds the whole job)")
 
     def configure(self, args: argparse.Namespace) -> dict[str, Any]:
         concurrency = getattr(args, "concurrency", DEFAULT_CONCURRENCY)
@@ -231,6 +235,7 @@ class MonthPurgeRunner(ProcedureRunner):
         phases.lap("owner partitions purged")
 
         found: Counter[str] = Counter()
+        executor_seconds: Counter[str] = Counter()
         fixed: list[dict[str, Any]] = []
         failures: list[dict[str, Any]] = []
         deleted = sum(r.counters.get(DELETED_ENTRIES, 0) for r in already.values())
@@ -238,6 +243,7 @@ class MonthPurgeRunner(ProcedureRunner):
             fixed.extend(previous.fixed[: max(0, options.sample_size - len(fixed))])
         for result in sorted(results, key=lambda r: r["slice"]):
             found.update(result["entries"])
+            executor_seconds.update(result.get("seconds", {}))
             fixed.extend(result["fixed"][: max(0, options.sample_size - len(fixed))])
             failures.extend(result["failures"])
             log.info("slice %d/%d purged: %d entries, %d failed owner partitions", result["slice"] + 1,
@@ -260,7 +266,9 @@ class MonthPurgeRunner(ProcedureRunner):
             "unresolvedItems": [], "newSinceDetection": sum(remaining.values()) - unresolved,
             "slices": {"total": options.slices, "repaired": sorted(work), "skippedAlreadyDone": sorted(already)},
             "outcome": COMPLETED if not failures and not unresolved and not kept else PARTIAL,
-            "phaseSeconds": phases.seconds, "durationSeconds": round(time.monotonic() - started, 3)}
+            "phaseSeconds": phases.seconds,
+            "executorSeconds": {what: round(spent, 1) for what, spent in sorted(executor_seconds.items())},
+            "durationSeconds": round(time.monotonic() - started, 3)}
         if kept:
             report["keptBuckets"] = kept
         return report

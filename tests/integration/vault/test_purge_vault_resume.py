@@ -114,3 +114,31 @@ def test_a_purge_killed_between_owners_is_finished_by_the_next_run_exactly(
     _, storage, months, _ = expected
     assert storage[(again.owner, again.message_id)] == (KEPT[0], again.blob_id)   # survives its expired original
     assert months == set(KEPT)
+
+
+def test_a_failed_content_delete_keeps_its_owner_partitions_and_a_rerun_purges_them(
+        stack, maintenance_keyspace, vault_store):
+    """Contents and storage rows go at once, the partitions only after every S3 request succeeded: an S3
+    server refusing the requests leaves every partition and object, and the rerun purges them all."""
+    session = maintenance_keyspace
+    entries = seed_vault(session, vault_store, MONTHS, 18 * 2, OWNERS[:2])
+    prefix = vault_store.config.bucket_prefix
+    pairs = [(month, owner) for month in EXPIRED[:3] for owner in OWNERS[:2]]
+    endpoint = CqlEndpoint(stack.cassandra_hosts, stack.cassandra_port, session.keyspace)
+    refused = S3Access(stack.s3_endpoint, f"unknown-{uuid.uuid4().hex[:8]}", "not-the-secret", stack.s3_region)
+    run_key = f"refused-{uuid.uuid4().hex[:8]}"
+
+    failed = purge_owner_partitions(PurgeTarget(endpoint, refused, prefix, PURGE_TASK_TYPE, run_key), pairs)
+    assert sorted((f["bucketname"], f["owner"]) for f in failed.failures) == sorted(pairs)
+    assert sum(failed.entries.values()) == 0
+    metadata, _, _, objects = vault_state(session, vault_store)
+    assert metadata == expected_state(entries)[0]                    # every partition kept for the rerun
+    assert objects == expected_state(entries)[3]                     # every object still there
+
+    access = S3Access(stack.s3_endpoint, stack.s3_access_key, stack.s3_secret_key, stack.s3_region)
+    rerun = purge_owner_partitions(PurgeTarget(endpoint, access, prefix, PURGE_TASK_TYPE, run_key), pairs)
+    assert rerun.failures == [] and rerun.entries == {month: 2 for month in EXPIRED[:3]}
+    metadata, storage, _, objects = vault_state(session, vault_store)
+    assert (metadata, storage) == expected_state([e for e in entries if e.bucket not in EXPIRED[:3]])[:2]
+    assert all(objects[month] == {} for month in EXPIRED[:3])        # emptied; the buckets are the job's to drop
+    assert rerun.seconds["contentDeletes"] > 0 and rerun.seconds["partitionReads"] > 0   # what the report sums
