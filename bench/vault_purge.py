@@ -14,10 +14,11 @@ also written, same key and bytes, into a *shadow* bucket that nothing references
 3. raw bulk delete, S3: the shadow copies of the expired objects, by ``DeleteObjects`` of 1,000 keys
    (the keys known beforehand, no listing) with as many requests in flight as the purge can have
    (two Spark tasks times ``--concurrency``), then the shadow buckets themselves;
-4. the purge, no rate limit, ``--slices`` slices, ``--concurrency`` groups of owner partitions in
-   flight per task: months from ``userPerBucket``, per owner partition the read, the contents
-   (``DeleteObjects``), the ``storageInformation`` rows (batched) and the partition, then each
-   month's bucket and listing, and the verification.
+4. the purge, no rate limit, ``--slices`` slices, ``--concurrency`` S3 requests (and twice as many
+   groups of owner partitions) in flight per task: months from ``userPerBucket``, per group the
+   reads, the contents (``DeleteObjects``) while the ``storageInformation`` rows go (batched), then
+   the partitions, then each month's bucket and listing, and the verification. The report's
+   ``executorSeconds`` (thread-seconds per kind of request) is printed with the figures.
 
 Then the result is checked exactly (every expired row, storage row, listing and object gone, every
 kept one there) and the ratios printed: the purge's entries/s over each ceiling's rows/s.
@@ -332,8 +333,8 @@ def main() -> int:
     parser.add_argument("--owners", type=int, help="distinct owners (default: one per 1,000 entries)")
     parser.add_argument("--slices", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=8,
-                        help="the purge job's --concurrency: groups of owner partitions in flight per Spark task "
-                             "(default 8)")
+                        help="the purge job's --concurrency: S3 requests in flight per Spark task, with twice as "
+                             "many groups of owner partitions (default 8)")
     parser.add_argument("--seed", choices=("s3", "disk"), default="s3",
                         help="content objects by S3 PUTs (default) or written straight into S3Proxy's filesystem "
                              "backend (a seeding shortcut, local stack only; see above)")
@@ -379,7 +380,7 @@ def main() -> int:
     shadow_prefix = f"bs{tag}-"
     owners = [f"owner{n}@bench.example" for n in range(args.owners or max(1, args.entries // 1000))]
     settings = JobSettings("local[2]", ep.cassandra_hosts, ep.cassandra_port, config.keyspace, ep.s3_endpoint, None)
-    in_flight = 2 * args.concurrency   # the purge's two Spark tasks, each with --concurrency groups
+    in_flight = 2 * args.concurrency   # the purge's two Spark tasks, each with --concurrency S3 requests
     client = use_content_md5(make_client(store.config))
     load_start = os.getloadavg()
     spark = None
@@ -459,7 +460,7 @@ def main() -> int:
             f"| {cql_rows:,} | {cql_s:.1f} | {cql_rate:,.0f} | {rate / cql_rate:.2f} |",
             f"| raw bulk delete of the same objects (shadow copies, `DeleteObjects` of 1,000 known keys, {in_flight} "
             f"in flight, then the buckets) | {raw_objects:,} | {raw_s:.1f} | {raw_rate:,.0f} | {rate / raw_rate:.2f} |",
-            f"| purge job, no rate limit, {args.slices} slices, {args.concurrency} groups in flight per task "
+            f"| purge job, no rate limit, {args.slices} slices, {args.concurrency} S3 requests in flight per task "
             f"({len(report['deletedBuckets'])} months dropped, {report['outcome']}; exact: "
             f"{'yes' if not problems else 'NO'}) | {deleted:,} entries | {purge_s:.1f} | **{rate:,.0f}** | |",
             "",
