@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, BinaryIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 from mailserver.blob.api import BlobNotFound
 from mailserver.imap.commands_mailboxes import parse_flags
@@ -16,7 +17,7 @@ from mailserver.imap.fetch import Attribute, Content, FetchRequest, StreamSlice,
 from mailserver.imap.parser import Args, Command, ParseError
 from mailserver.imap.qresync import check_vanished, fetch_vanished
 from mailserver.imap.response import number
-from mailserver.imap.search import Candidate, parse_query
+from mailserver.imap.search import Candidate, Query, parse_query
 from mailserver.imap.sequence import SequenceSet, format_set
 from mailserver.imap.session_base import Bye, No, SessionBase, State
 from mailserver.mailbox.errors import MailboxNotFound, MessageNotFound
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 CHUNK = 64 * 1024
 HEADER_BATCH = 100   # messages rendered in one pool call when a FETCH needs no body
 _GONE = (MessageNotFound, BlobNotFound)
+T = TypeVar("T")
 
 
 class MessageCommands(SessionBase):
@@ -109,29 +111,9 @@ class MessageCommands(SessionBase):
     async def cmd_search(self, command: Command, args: Args) -> str:
         options, criteria = split_return_options(args.rest())
         query = parse_query(criteria)
-        selected = self._sel()
         by_uid = command.name == "UID SEARCH"
-        uids = list(selected.uids)
-        largest_uid = uids[-1] if uids else 0
-
-        def evaluate() -> list[tuple[int, int, int]]:
-            found = []
-            for seq, uid in enumerate(uids, start=1):
-                meta = selected.known[uid]
-                candidate = Candidate(meta, seq, self._content(meta), uid in selected.recent, len(uids), largest_uid)
-                try:
-                    if query.predicate(candidate):
-                        found.append((seq, uid, meta.mod_seq))
-                except _GONE:
-                    continue   # expunged meanwhile: not a match
-            return found
-
-        found = await self.blocking(evaluate)
-        if query.modseq and not self.condstore:
-            # The first CONDSTORE-enabling command of a session with a mailbox selected tells its
-            # HIGHESTMODSEQ (RFC 7162 3.1), as James does.
-            self.condstore = True
-            await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq))
+        found = await self.blocking(self._matcher(query, lambda c: (c.seq, c.meta.uid, c.meta.mod_seq)))
+        await self._modseq_query_seen(query)
         numbers = [uid if by_uid else seq for seq, uid, _ in found]
         highest = max(m for _, _, m in found) if query.modseq and found else None
         if options is not None:
@@ -143,6 +125,36 @@ class MessageCommands(SessionBase):
             line += b" (MODSEQ " + number(highest) + b")"
         await self.send(line + b"\r\n")
         return "OK SEARCH completed"
+
+    def _matcher(self, query: Query, keep: Callable[[Candidate], T]) -> Callable[[], list[T]]:
+        """On the loop, the selected messages as they are now; the function returned, blocking
+        (it reads headers and bodies as the query needs), gives what ``keep`` takes of each one the
+        query matches, in mailbox order. Only that is kept, so SORT holds a large mailbox's sort
+        values, not its parsed headers. A message expunged meanwhile is no match."""
+        selected = self._sel()
+        uids = list(selected.uids)
+        largest_uid = uids[-1] if uids else 0
+
+        def evaluate() -> list[T]:
+            kept = []
+            for seq, uid in enumerate(uids, start=1):
+                meta = selected.known[uid]
+                candidate = Candidate(meta, seq, self._content(meta), uid in selected.recent, len(uids), largest_uid)
+                try:
+                    if query.predicate(candidate):
+                        kept.append(keep(candidate))
+                except _GONE:
+                    continue
+            return kept
+
+        return evaluate
+
+    async def _modseq_query_seen(self, query: Query) -> None:
+        """A MODSEQ search key enables CONDSTORE (RFC 7162 3.1); the first time with a mailbox
+        selected, the session tells its HIGHESTMODSEQ, as James does."""
+        if query.modseq and not self.condstore:
+            self.condstore = True
+            await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, self._sel().state.highest_modseq))
 
     def _content(self, meta: MessageMetadata) -> Content:
         manager = self.manager

@@ -8,14 +8,9 @@ flags, sizes, dates or uids.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
-from mailserver.blob.api import BlobNotFound
 from mailserver.imap.commands_messages import MessageCommands
 from mailserver.imap.parser import Args, Command
 from mailserver.imap.response import number
-from mailserver.imap.search import Candidate, Query
 from mailserver.imap.sort import SortRow, parse_criteria, parse_search, sort, sort_row
 from mailserver.imap.thread import (
     ThreadTooCostly,
@@ -25,10 +20,6 @@ from mailserver.imap.thread import (
     render,
     thread_message,
 )
-from mailserver.mailbox.errors import MessageNotFound
-
-_GONE = (MessageNotFound, BlobNotFound)
-T = TypeVar("T")
 
 
 class SortCommands(MessageCommands):
@@ -37,8 +28,10 @@ class SortCommands(MessageCommands):
         query = parse_search(args.rest(), "SORT")
         by_uid = command.name == "UID SORT"
 
+        matching = self._matcher(query, lambda c: sort_row(c, criteria))
+
         def run() -> list[SortRow]:
-            return sort(self._matching(query, lambda c: sort_row(c, criteria)), criteria)
+            return sort(matching(), criteria)
 
         ordered = await self.blocking(run)
         await self._modseq_query_seen(query)
@@ -53,8 +46,10 @@ class SortCommands(MessageCommands):
         query = parse_search(args.rest(), "THREAD")
         by_uid = command.name == "UID THREAD"
 
+        matching = self._matcher(query, lambda c: thread_message(c, c.meta.uid if by_uid else c.seq))
+
         def run() -> bytes:
-            messages = self._matching(query, lambda c: thread_message(c, c.meta.uid if by_uid else c.seq))
+            messages = matching()
             threads = ordered_subject(messages) if algorithm == "ORDEREDSUBJECT" else references_threads(messages)
             return render(threads)
 
@@ -65,28 +60,3 @@ class SortCommands(MessageCommands):
         await self._modseq_query_seen(query)
         await self.send(reply)
         return "OK THREAD completed"
-
-    def _matching(self, query: Query, keep: Callable[[Candidate], T]) -> list[T]:
-        """Blocking: what ``keep`` takes of each selected message the query matches, in mailbox
-        order. Only that is kept, not the message's parsed header: a large mailbox is sorted in
-        the memory of its sort values. A message expunged meanwhile is left out."""
-        selected = self._sel()
-        uids = list(selected.uids)
-        largest_uid = uids[-1] if uids else 0
-        kept = []
-        for seq, uid in enumerate(uids, start=1):
-            meta = selected.known[uid]
-            candidate = Candidate(meta, seq, self._content(meta), uid in selected.recent, len(uids), largest_uid)
-            try:
-                if query.predicate(candidate):
-                    kept.append(keep(candidate))
-            except _GONE:
-                continue
-        return kept
-
-    async def _modseq_query_seen(self, query: Query) -> None:
-        """A MODSEQ search key enables CONDSTORE (RFC 7162 3.1); the first time with a mailbox
-        selected, the session tells its HIGHESTMODSEQ, as SEARCH does."""
-        if query.modseq and not self.condstore:
-            self.condstore = True
-            await self.send(b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, self._sel().state.highest_modseq))
