@@ -91,7 +91,7 @@ class MailboxCommands(SessionBase):
             selected.keep_recent(previous)
         status = await self._selected(selected, read_only)
         if params.resync is not None:
-            await self.send(b"".join(select_resync(selected, params.resync)))
+            await self.queue(b"".join(select_resync(selected, params.resync)))
         return status
 
     async def _selected(self, selected: SelectedMailbox, read_only: bool) -> str:
@@ -106,7 +106,7 @@ class MailboxCommands(SessionBase):
         lines += [b"* OK [PERMANENTFLAGS ()] Flags permitted\r\n" if read_only else selected.permanent_flags_response(),
                   b"* OK [HIGHESTMODSEQ %d] Highest\r\n" % max(1, selected.state.highest_modseq),
                   b"* OK [UIDNEXT %d] Predicted next UID\r\n" % selected.state.uid_next]
-        await self.send(b"".join(lines))
+        await self.queue(b"".join(lines))
         self.selected, self.state = selected, State.SELECTED
         return f"OK [{'READ-ONLY' if read_only else 'READ-WRITE'}] {'EXAMINE' if read_only else 'SELECT'} completed"
 

@@ -117,13 +117,13 @@ class MessageCommands(SessionBase):
         numbers = [uid if by_uid else seq for seq, uid, _ in found]
         highest = max(m for _, _, m in found) if query.modseq and found else None
         if options is not None:
-            await self.send(esearch_response(command.tag, by_uid=by_uid, options=options, numbers=numbers,
+            await self.queue(esearch_response(command.tag, by_uid=by_uid, options=options, numbers=numbers,
                                              modseq=highest))
             return "OK SEARCH completed"
         line = b"* SEARCH" + b"".join(b" " + number(n) for n in numbers)
         if highest is not None:
             line += b" (MODSEQ " + number(highest) + b")"
-        await self.send(line + b"\r\n")
+        await self.queue(line + b"\r\n")
         return "OK SEARCH completed"
 
     def _matcher(self, query: Query, keep: Callable[[Candidate], T]) -> Callable[[], list[T]]:
@@ -210,8 +210,9 @@ class MessageCommands(SessionBase):
         if request.sets_seen and not selected.read_only:
             unseen = [u for u in uids if u not in selected.gone and not selected.known[u].flags.has(SystemFlag.SEEN)]
             if unseen:
-                updates = await self.blocking(self.manager.set_flags, selected.path, Flags.of(SystemFlag.SEEN),
-                                              FlagsUpdateMode.ADD, unseen)
+                updates = await self.blocking(self.manager.set_flags, selected.current_mailbox,
+                                              Flags.of(SystemFlag.SEEN), FlagsUpdateMode.ADD, unseen,
+                                              known=selected.known)
                 selected.flags_updated(updates)
                 self.server.watcher.changed(selected.mailbox.id)
                 if not any(a.name == "FLAGS" for a in request.attributes):
@@ -236,12 +237,12 @@ class MessageCommands(SessionBase):
                     written.extend(pieces)   # type: ignore[arg-type]
                     continue
                 if written:
-                    await self.send(b"".join(written))
+                    await self.queue(b"".join(written))
                     written = []
                 if pieces is None or not await self._write_fetched(pieces):
                     missing = True
             if written:
-                await self.send(b"".join(written))
+                await self.queue(b"".join(written))
         if missing:
             raise No("some of the requested messages no longer exist", "EXPUNGEISSUED")
         return "OK FETCH completed"
@@ -323,7 +324,10 @@ class MessageCommands(SessionBase):
             modified = [u for u in uids if current.get(u, 0) > unchanged_since]
             uids = [u for u in uids if u not in modified]
         if uids:
-            updates = await self.blocking(self.manager.set_flags, selected.path, flags, modes[base], uids)
+            # The selected mailbox and the session's copies of its messages: no path lookup, no row read
+            # (its compare-and-set re-reads a copy that is stale).
+            updates = await self.blocking(self.manager.set_flags, selected.current_mailbox, flags, modes[base], uids,
+                                          known=selected.known)
             selected.flags_updated(updates)
             if updates:
                 self.server.watcher.changed(selected.mailbox.id)
@@ -331,7 +335,7 @@ class MessageCommands(SessionBase):
         if not silent:
             lines += [selected.fetch_flags(selected.known[u], with_uid=by_uid or self.qresync,
                                            with_modseq=self.condstore) for u in uids if u in selected.known]
-        await self.send(b"".join(lines))
+        await self.queue(b"".join(lines))
         if modified:
             names = modified if by_uid else [selected.seq_of(u) or 0 for u in modified]
             return f"OK [MODIFIED {format_set(names)}] Conditional STORE failed for some messages"

@@ -50,6 +50,13 @@ class SelectedMailbox:
         if previous.mailbox.id == self.mailbox.id:
             self.recent |= previous.recent & set(self.uids)
 
+    @property
+    def current_mailbox(self) -> Mailbox:
+        """The mailbox under the path it has now (a rename, learnt from its event, changes the path)."""
+        if self.mailbox.path != self.path:
+            self.mailbox = replace(self.mailbox, path=self.path)
+        return self.mailbox
+
     # -- numbering ---------------------------------------------------------------------------
     @property
     def exists(self) -> int:

@@ -96,6 +96,8 @@ COMMANDS: dict[str, tuple[str, frozenset[State]]] = {
 }
 # RFC 3501 §7.4.1: no EXPUNGE response while these run (sequence numbers would shift under the client).
 NO_EXPUNGE_DURING = {"FETCH", "STORE", "SEARCH", "SORT", "THREAD"}
+# Queued untagged responses beyond this many octets are sent before the tagged one.
+UNSENT_LIMIT = 64 * 1024
 
 
 class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
@@ -119,6 +121,8 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
         self.connected_at = dt.datetime.now(dt.UTC)
         self.request_count = 0
         self.idling = False
+        self._unsent: list[bytes] = []   # queued by ``write``/``queue``, sent together by ``drain``
+        self._unsent_size = 0
         peer = writer.get_extra_info("peername")
         self.ip = str(peer[0]) if isinstance(peer, tuple) and peer else None
         self.commands = CommandReader(reader, self.send, max_line_length=self.config.max_line_length,
@@ -129,19 +133,31 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
 
     # -- plumbing ----------------------------------------------------------------------------------
     async def send(self, data: bytes) -> None:
+        """Send ``data`` now, after whatever was queued before it."""
         self.write(data)
         await self.drain()
 
     def write(self, data: bytes) -> None:
-        """Queue octets for the client (compressed once COMPRESS is active); ``drain`` sends them."""
-        if self.deflater is not None:
-            data = self.deflater.compress(data)
+        """Queue octets for the client; ``drain`` sends all that is queued in one socket write."""
         if data:
-            self.writer.write(data)
+            self._unsent.append(data)
+            self._unsent_size += len(data)
+
+    async def queue(self, data: bytes) -> None:
+        """Queue untagged data to go with the command's tagged response (one write a command);
+        sent at once when the queue grows large, so that a long response keeps the socket's backpressure."""
+        self.write(data)
+        if self._unsent_size >= UNSENT_LIMIT:
+            await self.drain()
 
     async def drain(self) -> None:
-        if self.deflater is not None:
-            self.writer.write(self.deflater.flush())
+        data = b"".join(self._unsent)
+        self._unsent.clear()
+        self._unsent_size = 0
+        if data and self.deflater is not None:   # compressed once COMPRESS is active, flushed at each send
+            data = self.deflater.compress(data) + self.deflater.flush()
+        if data:
+            self.writer.write(data)
         await self.writer.drain()
 
     async def blocking(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -388,7 +404,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
         if arrived:
             await self.blocking(self._claim_recent, selected, arrived, read_state=not pushed)
         if lines:
-            await self.send(b"".join(lines))
+            await self.queue(b"".join(lines))
 
     async def _take_events(self, selected: SelectedMailbox, events: list[MailboxEvent]) -> bool:
         """Note the events' changes in ``selected``; False when the mailbox was deleted."""
@@ -635,6 +651,7 @@ class Session(MailboxCommands, SortCommands, MessageCommands, QuotaCommands):
                 if change is not None and change in done:
                     try:
                         await self._refresh(expunges=True)
+                        await self.drain()   # idling: no tagged response to carry the updates
                     except (Bye, ConnectionError):
                         raise
                     except Exception as exc:

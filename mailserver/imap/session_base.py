@@ -68,6 +68,10 @@ class SessionBase:
         """Queue octets for the client; ``drain`` sends them."""
         raise NotImplementedError
 
+    async def queue(self, data: bytes) -> None:
+        """Queue untagged data to go out with the tagged response (sent sooner when much is queued)."""
+        raise NotImplementedError
+
     async def drain(self) -> None:
         raise NotImplementedError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import random
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -471,19 +471,35 @@ class MailboxManager:
         self.events.dispatch(*events)
         return [c.composed_id for c in copies]
 
-    def set_flags(self, path: MailboxPath, flags: Flags, mode: FlagsUpdateMode,
-                  uids: Sequence[int] | None = None) -> list[UpdatedFlags]:
+    def set_flags(self, path: MailboxPath | Mailbox, flags: Flags, mode: FlagsUpdateMode,
+                  uids: Sequence[int] | None = None, *,
+                  known: Mapping[int, MessageMetadata] | None = None) -> list[UpdatedFlags]:
+        """``known``: the caller's copies of the messages (an IMAP session's selected mailbox), used
+        instead of reading them when each of ``uids`` is there and changes by them. The
+        compare-and-set on modseq checks each copy: a stale one is read again, as a lost race is."""
         self._guard()
-        mailbox = self.get_mailbox(path)
+        mailbox = self._resolved(path)
         updated: list[UpdatedFlags] = []
-        for m in self._select(mailbox, uids):
+        for m in self._guessed(mailbox, uids, known, flags, mode) or self._select(mailbox, uids):
             result = self._update_one(m, flags, mode)
             if result is not None:
                 updated.append(result)
         if updated:
-            self.events.dispatch(FlagsUpdated(user=path.user, path=mailbox.path, mailbox_id=mailbox.id,
+            self.events.dispatch(FlagsUpdated(user=mailbox.path.user, path=mailbox.path, mailbox_id=mailbox.id,
                                               updated=tuple(updated)))
         return updated
+
+    @staticmethod
+    def _guessed(mailbox: Mailbox, uids: Sequence[int] | None, known: Mapping[int, MessageMetadata] | None,
+                 flags: Flags, mode: FlagsUpdateMode) -> list[MessageMetadata]:
+        """The caller's copies of ``uids`` when all are known and all would change (a copy that
+        would not change may be stale: no write would check it, so those are read)."""
+        if not uids or known is None:
+            return []
+        copies = [known.get(uid) for uid in sorted(set(uids))]
+        if any(m is None or m.mailbox_id != mailbox.id or m.flags.apply(mode, flags) == m.flags for m in copies):
+            return []
+        return copies   # type: ignore[return-value]   # no None left
 
     def _update_one(self, current: MessageMetadata, flags: Flags, mode: FlagsUpdateMode) -> UpdatedFlags | None:
         for _ in range(FLAG_UPDATE_RETRIES):
