@@ -11,6 +11,7 @@ import pytest
 
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.mailbox.wiring import MailboxContext
+from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from tests.unit.imap.conftest import World, make_world
 from tests.unit.imap.imap_sessions import NOTE, REPORT
 from tests.unit.imap.raw_client import RawImap
@@ -109,3 +110,38 @@ def test_store_reads_the_span_of_its_uids_not_the_whole_mailbox(world, calls):
 
     spans = [args[1:] for args in calls.of("list")]
     assert spans and all(span in ((4, 5), (5, 5)) for span in spans), spans
+
+
+def test_store_of_a_change_reads_neither_the_path_nor_the_messages(world, calls):
+    raw = session(world, messages=3)
+    calls.clear()
+
+    lines = raw.command(b"t", b"UID STORE 2:3 +FLAGS (\\Flagged)")
+
+    assert lines[-1].startswith(b"t OK") and len(lines) == 3   # the two FETCH lines
+    assert calls.of("find_by_path") == [] and calls.of("list") == []
+    assert [m.flags.has(SystemFlag.FLAGGED) for m in world.ctx.manager.get_messages(INBOX)] == [False, True, True]
+
+
+def test_store_after_a_change_the_session_has_not_heard_of_keeps_that_change(world):
+    raw = session(world, messages=1)
+    # Another writer: the session learns of it only at its next report, after its STORE.
+    world.ctx.manager.set_flags(INBOX, Flags.of(SystemFlag.SEEN), FlagsUpdateMode.ADD, [1])
+
+    lines = raw.command(b"t", b"UID STORE 1 +FLAGS (\\Flagged)")
+
+    assert lines[-1].startswith(b"t OK")
+    stored = world.ctx.manager.get_messages(INBOX)[0].flags
+    assert stored.has(SystemFlag.SEEN) and stored.has(SystemFlag.FLAGGED)
+    assert b"\\Seen" in lines[0] and b"\\Flagged" in lines[0]
+
+
+def test_store_of_a_flag_the_session_wrongly_believes_set_still_sets_it(world):
+    raw = session(world, messages=1)
+    assert raw.command(b"t", b"UID STORE 1 +FLAGS (\\Flagged)")[-1].startswith(b"t OK")
+    # Another writer takes it off; the session's copy still says \Flagged.
+    world.ctx.manager.set_flags(INBOX, Flags.of(SystemFlag.FLAGGED), FlagsUpdateMode.REMOVE, [1])
+
+    assert raw.command(b"u", b"UID STORE 1 +FLAGS (\\Flagged)")[-1].startswith(b"u OK")
+
+    assert world.ctx.manager.get_messages(INBOX)[0].flags.has(SystemFlag.FLAGGED)
