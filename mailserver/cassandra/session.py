@@ -120,6 +120,13 @@ class CassandraSession:
         if failure is not None:
             raise failure
 
+    def read_concurrently(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[dict[str, Any]]]:
+        """Independent reads sent together and awaited together: one wait for the lot, not one a read."""
+        for cql, _ in statements:
+            self.faults.check(cql)
+        futures = [self.session.execute_async(self.prepare(cql), params) for cql, params in statements]
+        return [list(future.result()) for future in futures]
+
     def execute_partition_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Writes to rows of one partition key, in tables of one keyspace, as one unlogged batch.
 

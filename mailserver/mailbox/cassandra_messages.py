@@ -176,6 +176,16 @@ class CassandraMessageStore(MessageStore):
         row = self.s.one(f"SELECT {column} FROM {table} WHERE mailboxId = ?", (mailbox_id.value,))
         return (row[column.lower()] or 0) if row else 0
 
+    def state_reads(self, mailbox_id: MailboxId) -> tuple[MailboxCounters, int, int]:
+        key = (mailbox_id.value,)
+        counters, uid, modseq = self.s.read_concurrently([
+            ("SELECT count, unseen FROM mailboxCounters WHERE mailboxId = ?", key),
+            ("SELECT nextUid FROM messageCounter WHERE mailboxId = ?", key),
+            ("SELECT nextModseq FROM modseq WHERE mailboxId = ?", key)])
+        return (MailboxCounters(counters[0]["count"] or 0, counters[0]["unseen"] or 0) if counters
+                else MailboxCounters(0, 0),
+                (uid[0]["nextuid"] or 0) if uid else 0, (modseq[0]["nextmodseq"] or 0) if modseq else 0)
+
     def last_uid(self, mailbox_id: MailboxId) -> int:
         return self._generator("messageCounter", "nextUid", mailbox_id)
 

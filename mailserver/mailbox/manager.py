@@ -273,9 +273,8 @@ class MailboxManager:
 
     def mailbox_state(self, path: MailboxPath | Mailbox) -> MailboxState:
         mailbox = self._resolved(path)
-        counters = self.messages.counters(mailbox.id)
-        return MailboxState(counters.count, counters.unseen, self.messages.last_uid(mailbox.id) + 1,
-                            self.messages.highest_modseq(mailbox.id))
+        counters, last_uid, highest_modseq = self.messages.state_reads(mailbox.id)
+        return MailboxState(counters.count, counters.unseen, last_uid + 1, highest_modseq)
 
     # ------------------------------------------------------------------ messages
     def append(self, target: MailboxPath | Mailbox, raw: bytes | BinaryIO | Iterable[bytes], *,

@@ -124,6 +124,11 @@ class MessageStore(ABC):
     @abstractmethod
     def counters(self, mailbox_id: MailboxId) -> MailboxCounters: ...
 
+    def state_reads(self, mailbox_id: MailboxId) -> tuple[MailboxCounters, int, int]:
+        """``counters``, ``last_uid`` and ``highest_modseq`` of a mailbox: what IMAP SELECT and STATUS
+        report. An adapter whose reads are requests sends the three together."""
+        return self.counters(mailbox_id), self.last_uid(mailbox_id), self.highest_modseq(mailbox_id)
+
     @abstractmethod
     def clear_mailbox_indexes(self, mailbox_id: MailboxId) -> None:
         """Drop the per-mailbox index, counter and generator partitions of a deleted mailbox."""
