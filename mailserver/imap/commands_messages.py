@@ -23,6 +23,7 @@ from mailserver.imap.session_base import Bye, No, SessionBase, State
 from mailserver.mailbox.errors import MailboxNotFound, MessageNotFound
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.ids import MailboxId
+from mailserver.model.mailbox import Mailbox, MailboxPath
 from mailserver.model.message import MessageMetadata
 
 if TYPE_CHECKING:
@@ -55,6 +56,16 @@ class MessageCommands(SessionBase):
             await self._refresh(expunges=False)
             selected = self._sel()
         return [selected.uid_at(seq) for seq in seqset.sequence_numbers(selected.exists)]
+
+    def _flags_target(self, selected: SelectedMailbox) -> Mailbox | MailboxPath:
+        """Where a flag update of the selected mailbox goes: the mailbox itself, not looked up again,
+        while its events are trusted (its deletion would be among them), else its path."""
+        feed = self.feed
+        if feed is None or not feed.trusted:
+            return selected.path
+        if feed.deletion_pending():
+            raise MailboxNotFound(selected.path)
+        return selected.current_mailbox
 
     def _writable(self) -> None:
         if self._sel().read_only:
@@ -210,7 +221,7 @@ class MessageCommands(SessionBase):
         if request.sets_seen and not selected.read_only:
             unseen = [u for u in uids if u not in selected.gone and not selected.known[u].flags.has(SystemFlag.SEEN)]
             if unseen:
-                updates = await self.blocking(self.manager.set_flags, selected.current_mailbox,
+                updates = await self.blocking(self.manager.set_flags, self._flags_target(selected),
                                               Flags.of(SystemFlag.SEEN), FlagsUpdateMode.ADD, unseen,
                                               known=selected.known)
                 selected.flags_updated(updates)
@@ -324,9 +335,8 @@ class MessageCommands(SessionBase):
             modified = [u for u in uids if current.get(u, 0) > unchanged_since]
             uids = [u for u in uids if u not in modified]
         if uids:
-            # The selected mailbox and the session's copies of its messages: no path lookup, no row read
-            # (its compare-and-set re-reads a copy that is stale).
-            updates = await self.blocking(self.manager.set_flags, selected.current_mailbox, flags, modes[base], uids,
+            # The session's copies of the messages: no row read (the compare-and-set re-reads a stale one).
+            updates = await self.blocking(self.manager.set_flags, self._flags_target(selected), flags, modes[base], uids,
                                           known=selected.known)
             selected.flags_updated(updates)
             if updates:

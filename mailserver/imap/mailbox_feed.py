@@ -20,7 +20,7 @@ import threading
 
 from mailserver.events.api import EventBus, EventListener, Registration
 from mailserver.events.registration_keys import mailbox_key
-from mailserver.model.events import MailboxEvent
+from mailserver.model.events import MailboxDeletion, MailboxEvent
 from mailserver.model.ids import MailboxId
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,11 @@ class MailboxFeed(EventListener):
             self.loop.call_soon_threadsafe(self.arrived.set)
         except RuntimeError:   # the loop is closed: the server stopped
             pass
+
+    def deletion_pending(self) -> bool:
+        """Whether an event not drained yet says the mailbox was deleted."""
+        with self._lock:
+            return any(isinstance(event, MailboxDeletion) for event in self._events)
 
     def drain(self) -> list[MailboxEvent]:
         with self._lock:

@@ -11,8 +11,10 @@ import pytest
 
 from mailserver.events.in_process import InProcessEventBus
 from mailserver.mailbox.wiring import MailboxContext
+from mailserver.model.address import Username
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
-from tests.unit.imap.conftest import World, make_world
+from mailserver.model.mailbox import MailboxPath
+from tests.unit.imap.conftest import USER, World, make_world
 from tests.unit.imap.imap_sessions import NOTE, REPORT
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import INBOX, login
@@ -145,3 +147,15 @@ def test_store_of_a_flag_the_session_wrongly_believes_set_still_sets_it(world):
     assert raw.command(b"u", b"UID STORE 1 +FLAGS (\\Flagged)")[-1].startswith(b"u OK")
 
     assert world.ctx.manager.get_messages(INBOX)[0].flags.has(SystemFlag.FLAGGED)
+
+
+def test_store_in_a_mailbox_another_session_deleted_answers_nonexistent(world):
+    raw = RawImap(world.port)
+    login(raw)
+    box = MailboxPath.of(Username.of(USER), "box")
+    world.ctx.manager.create_mailbox(box)
+    world.ctx.manager.append(box, NOTE)
+    assert raw.command(b"s", b"SELECT box")[-1].startswith(b"s OK")
+    world.ctx.manager.delete_mailbox(box)
+
+    assert raw.command(b"t", b"UID STORE 1 +FLAGS (\\Flagged)") == [b"t NO [NONEXISTENT] mailbox box not found\r\n"]
