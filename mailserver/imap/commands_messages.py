@@ -336,8 +336,8 @@ class MessageCommands(SessionBase):
             uids = [u for u in uids if u not in modified]
         if uids:
             # The session's copies of the messages: no row read (the compare-and-set re-reads a stale one).
-            updates = await self.blocking(self.manager.set_flags, self._flags_target(selected), flags, modes[base], uids,
-                                          known=selected.known)
+            updates = await self.blocking(self.manager.set_flags, self._flags_target(selected), flags, modes[base],
+                                          uids, known=selected.known)
             selected.flags_updated(updates)
             if updates:
                 self.server.watcher.changed(selected.mailbox.id)
