@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import imaplib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from mailserver.blob.memory import MemoryBlobStore
 from mailserver.domains.memory import MemoryDomainList
 from mailserver.events.api import EventBus
+from mailserver.events.in_process import InProcessEventBus
 from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
 from mailserver.mailbox.wiring import MailboxContext, memory_context
 from mailserver.observability.metrics import Metrics
@@ -57,6 +59,17 @@ def make_world(bus: EventBus | None = None, write_guard: Callable[[], None] | No
 @pytest.fixture
 def world() -> Iterator[World]:
     w = make_world()
+    try:
+        yield w
+    finally:
+        w.thread.stop()
+
+
+@contextmanager
+def evented_world() -> Iterator[World]:
+    """A world as the imap role runs: the selected mailbox follows its events (a bus that sees every
+    writer, no polling), so what a command reads or writes is its own."""
+    w = make_world(bus=InProcessEventBus(sees_every_writer=True), idle_poll_interval=60)
     try:
         yield w
     finally:

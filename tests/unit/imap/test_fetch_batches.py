@@ -8,21 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from mailserver.events.in_process import InProcessEventBus
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
-from tests.unit.imap.conftest import World, make_world
+from tests.unit.imap.conftest import World, evented_world
 from tests.unit.imap.imap_sessions import NOTE, REPORT
 from tests.unit.imap.test_imap_protocol import INBOX
 
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    """As the imap role runs: the selected mailbox follows its events, so the pool calls counted are FETCH's."""
-    w = make_world(bus=InProcessEventBus(sees_every_writer=True), idle_poll_interval=60)
-    try:
+    with evented_world() as w:
         yield w
-    finally:
-        w.thread.stop()
 
 
 def test_an_envelope_fetch_of_several_messages_is_one_pool_call(world, monkeypatch):

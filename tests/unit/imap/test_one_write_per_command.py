@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from mailserver.events.in_process import InProcessEventBus
-from tests.unit.imap.conftest import World, make_world
+from tests.unit.imap.conftest import World, evented_world
 from tests.unit.imap.imap_sessions import NOTE
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import INBOX, login
@@ -18,11 +17,8 @@ from tests.unit.imap.test_imap_protocol import INBOX, login
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    w = make_world(bus=InProcessEventBus(sees_every_writer=True), idle_poll_interval=60)
-    try:
+    with evented_world() as w:
         yield w
-    finally:
-        w.thread.stop()
 
 
 @pytest.fixture

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from mailserver.events.in_process import InProcessEventBus
 from mailserver.mailbox.wiring import MailboxContext
 from mailserver.model.address import Username
 from mailserver.model.flags import Flags, FlagsUpdateMode, SystemFlag
 from mailserver.model.mailbox import MailboxPath
-from tests.unit.imap.conftest import USER, World, make_world
+from tests.unit.imap.conftest import USER, World, evented_world
 from tests.unit.imap.imap_sessions import NOTE, REPORT
 from tests.unit.imap.raw_client import RawImap
 from tests.unit.imap.test_imap_protocol import INBOX, login
@@ -43,12 +42,8 @@ class Calls:
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    """As the imap role runs: the selected mailbox follows its events, so what a command reads is its own."""
-    w = make_world(bus=InProcessEventBus(sees_every_writer=True), idle_poll_interval=60)
-    try:
+    with evented_world() as w:
         yield w
-    finally:
-        w.thread.stop()
 
 
 @pytest.fixture
