@@ -55,6 +55,16 @@ class InflatingReader:
             if out:
                 return
 
+    async def _fill_or_end(self, expected: int | None) -> None:
+        """``_fill``; at the end of the stream, IncompleteReadError with what was buffered, as
+        ``StreamReader`` gives it (``expected``: the octets asked for, None for a separator)."""
+        try:
+            await self._fill()
+        except asyncio.IncompleteReadError:
+            partial = bytes(self._buffer)
+            self._buffer.clear()
+            raise asyncio.IncompleteReadError(partial, expected) from None
+
     async def readuntil(self, separator: bytes = b"\n") -> bytes:
         """As ``StreamReader.readuntil``: LimitOverrunError past ``limit``, the data left buffered."""
         offset = 0
@@ -70,21 +80,11 @@ class InflatingReader:
             offset = max(0, len(self._buffer) + 1 - len(separator))
             if offset > self._limit:
                 raise asyncio.LimitOverrunError("Separator is not found, and chunk exceed the limit", offset)
-            try:
-                await self._fill()
-            except asyncio.IncompleteReadError:
-                partial = bytes(self._buffer)
-                self._buffer.clear()
-                raise asyncio.IncompleteReadError(partial, None) from None
+            await self._fill_or_end(None)
 
     async def readexactly(self, n: int) -> bytes:
         while len(self._buffer) < n:
-            try:
-                await self._fill()
-            except asyncio.IncompleteReadError:
-                partial = bytes(self._buffer)
-                self._buffer.clear()
-                raise asyncio.IncompleteReadError(partial, n) from None
+            await self._fill_or_end(n)
         chunk = bytes(self._buffer[:n])
         del self._buffer[:n]
         return chunk
