@@ -55,13 +55,32 @@ def metadata_values(m: MessageMetadata) -> list:
             m.internal_date, m.save_date, m.body_start_octet, m.size, m.header_blob_id]
 
 
-def row_to_metadata(row: dict) -> MessageMetadata:
-    system = frozenset(flag for flag, col in FLAG_COLUMNS.items() if row.get(col.lower()))
+_FLAG_KEYS = tuple((flag, column.lower()) for flag, column in FLAG_COLUMNS.items())   # the driver's row keys
+# A mailbox listing without its partition key: SELECT re-reads every message, so the rows are decoded
+# without the mailbox id (one UUID fewer a row) and with the Flags of equal rows shared.
+LISTING_COLUMNS = ", ".join(["messageId", "uid", *METADATA_COLUMNS])
+
+
+def row_to_metadata(row: dict, mailbox_id: MailboxId | None = None,
+                    flags_seen: dict[tuple, Flags] | None = None) -> MessageMetadata:
+    """A row of imapUidTable or messageIdTable; ``mailbox_id`` when the query did not read it.
+
+    ``flags_seen`` shares one ``Flags`` between rows with the same flags (a listing has few distinct ones).
+    """
+    key = (*(bool(row.get(column)) for _, column in _FLAG_KEYS), *(row.get("userflags") or ()))
+    flags = flags_seen.get(key) if flags_seen is not None else None
+    if flags is None:
+        flags = Flags(frozenset(flag for flag, column in _FLAG_KEYS if row.get(column)),
+                      frozenset(row.get("userflags") or ()))
+        if flags_seen is not None:
+            flags_seen[key] = flags
+    message_id = MessageId(row["messageid"])
+    thread = row["threadid"]
     return MessageMetadata(
-        mailbox_id=MailboxId(row["mailboxid"]), message_id=MessageId(row["messageid"]), uid=row["uid"],
-        mod_seq=row["modseq"], flags=Flags(system, frozenset(row.get("userflags") or ())),
-        thread_id=MessageId(row["threadid"] or row["messageid"]), internal_date=row["internaldate"],
-        save_date=row.get("save_date"), body_start_octet=row["bodystartoctet"],
+        mailbox_id=mailbox_id if mailbox_id is not None else MailboxId(row["mailboxid"]), message_id=message_id,
+        uid=row["uid"], mod_seq=row["modseq"], flags=flags,
+        thread_id=message_id if thread is None or thread == message_id.value else MessageId(thread),
+        internal_date=row["internaldate"], save_date=row.get("save_date"), body_start_octet=row["bodystartoctet"],
         size=row["fullcontentoctets"], header_blob_id=row["headercontent"])
 
 
@@ -313,10 +332,11 @@ class CassandraMessageStore(MessageStore):
 
     # -- reads -----------------------------------------------------------------------------------
     def list(self, mailbox_id: MailboxId, uid_from: int = 1, uid_to: int | None = None) -> list[MessageMetadata]:
-        rows = self.s.execute("SELECT * FROM messageIdTable WHERE mailboxId = ? AND uid >= ? AND uid <= ?",
-                              (mailbox_id.value, uid_from, uid_to if uid_to is not None else 2**63 - 1))
+        rows = self.s.execute(f"SELECT {LISTING_COLUMNS} FROM messageIdTable WHERE mailboxId = ? AND uid >= ? "
+                              "AND uid <= ?", (mailbox_id.value, uid_from, uid_to if uid_to is not None else 2**63 - 1))
+        flags_seen: dict[tuple, Flags] = {}
         # A row without messageId is a partial write (CQL UPDATE): James drops it on read.
-        return [row_to_metadata(r) for r in rows if r.get("messageid") is not None]
+        return [row_to_metadata(r, mailbox_id, flags_seen) for r in rows if r.get("messageid") is not None]
 
     def find_by_message_id(self, message_id: MessageId, *,
                            settle_pending: bool = False) -> builtins.list[MessageMetadata]:

@@ -69,8 +69,10 @@ class MessageMetadata:
     def __post_init__(self) -> None:
         # internalDate and save_date are Java Dates in James (milliseconds): what this node holds, returns
         # and publishes in events equals what any node, ours or James's, reads back from Cassandra.
-        object.__setattr__(self, "internal_date", whole_milliseconds(self.internal_date))
-        if self.save_date is not None:
+        # Read from Cassandra they are whole already: only a finer value is rewritten.
+        if self.internal_date.microsecond % 1000:
+            object.__setattr__(self, "internal_date", whole_milliseconds(self.internal_date))
+        if self.save_date is not None and self.save_date.microsecond % 1000:
             object.__setattr__(self, "save_date", whole_milliseconds(self.save_date))
 
     @property

@@ -23,6 +23,7 @@ from mailserver.observability.lifecycle import ApplicationLifecycle
 from mailserver.rrt.resolver import RecipientRewriter
 from mailserver.runtime.backends import Backends, connect
 from mailserver.runtime.health_monitor import HealthMonitor
+from mailserver.runtime.heap import settle_heap
 from mailserver.runtime.roles import (
     ImapRole,
     JmapRole,
@@ -199,6 +200,7 @@ def run(settings: ServeSettings, env: Mapping[str, str] | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     server = Server(settings, env).start()
+    settle_heap()   # here, not in start(): tests start many servers in one process and must not freeze theirs
     try:
         stop.wait()
         log.info("stopping")
