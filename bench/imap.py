@@ -37,6 +37,7 @@ machine and the date.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import os
 import platform
@@ -149,7 +150,7 @@ def _client_process(port: int, users: list[str], size: int, start: float, end: f
 class World:
     """A mailbox layer, its users and an IMAP server on a free loopback port."""
 
-    def __init__(self, backend: str, users: int, seed: int, size: int) -> None:
+    def __init__(self, backend: str, users: int, seed: int, size: int, io_threads: int | None = None) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
@@ -179,7 +180,10 @@ class World:
         # Every bench client comes from 127.0.0.1: the per-address cap would refuse the 51st.
         # bus=: the selected mailboxes follow their events, as the imap role's do on RabbitMQ; this
         # process is the only writer, so its in-process bus brings every change (live key delivery).
-        self.server = ImapServer(ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None), ctx.manager,
+        config = ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None)
+        if io_threads is not None:
+            config = dataclasses.replace(config, io_threads=io_threads)
+        self.server = ImapServer(config, ctx.manager,
                                  repo, subscriptions=subscriptions, bus=ctx.bus)
         self.thread = ImapServerThread(self.server).start()
         self._exits.callback(self.thread.stop)
@@ -332,6 +336,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=10, help="messages in each INBOX before the loads")
     parser.add_argument("--size", type=int, default=4096, help="bytes per message (seeded and appended)")
     parser.add_argument("--backends", default="cassandra", help="cassandra, memory or both (comma-separated)")
+    parser.add_argument("--io-threads", type=int, help="the server's pool for blocking mailbox calls "
+                        "(default: the imap role's, ImapConfig.io_threads)")
     parser.add_argument("--default-gc", action="store_true", help="leave CPython's collector as it starts, "
                         "without what `mailserver serve` does once started (mailserver.runtime.heap)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile every server thread, top functions to FILE "
@@ -345,7 +351,7 @@ def main() -> int:
         if backend not in ("cassandra", "memory"):
             parser.error(f"unknown backend {backend!r}")
         print(f"{backend}: seeding {max(loads)} users x {args.seed} messages ...", file=sys.stderr, flush=True)
-        world = World(backend, max(loads), args.seed, args.size)
+        world = World(backend, max(loads), args.seed, args.size, args.io_threads)
         if not args.default_gc:
             settle_heap()   # as `mailserver serve` does once its roles run
         runs = []
