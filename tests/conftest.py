@@ -184,3 +184,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return path.is_relative_to(REPO) and path.relative_to(REPO).as_posix().startswith(STACK_AIRFLOW_TESTS)
 
     items.sort(key=needs_stack_airflow)   # stable: every other test keeps its order
+
+
+@pytest.hookimpl(trylast=True)   # after the runner's own sessionfinish, which tears down what fixtures remain
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After every fixture's teardown: stop the Spark driver JVM and the Cassandra sessions that jobs run
+    in this process keep for the next job (``tests/support/spark_in_process.py``), before interpreter exit."""
+    from tests.support.spark_in_process import release_driver
+
+    release_driver()

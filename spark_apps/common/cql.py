@@ -19,6 +19,24 @@ _LOCK = threading.Lock()
 _SESSIONS: dict[tuple[str, int, str], CqlSession] = {}
 
 
+def close_sessions() -> None:
+    """Shut down every cached session's ``Cluster``; the next ``CqlEndpoint.session()`` connects anew.
+
+    A process that outlives its jobs (the test process runs them in-process) calls this when done:
+    the driver's scheduler and reactor threads must stop before interpreter shutdown, which refuses
+    the executor work they still submit (a schema event from a dropped keyspace, a reconnection).
+    ``atexit`` alone runs too late for that, after ``concurrent.futures`` has shut down.
+    """
+    with _LOCK:
+        sessions = list(_SESSIONS.values())
+        _SESSIONS.clear()
+    for session in sessions:
+        session.cluster.shutdown()
+
+
+atexit.register(close_sessions)
+
+
 @dataclass(frozen=True)
 class CqlEndpoint:
     """What an executor needs to reach Cassandra: picklable, no live objects."""
@@ -66,7 +84,6 @@ class CqlSession:
         self.session = self.cluster.connect(endpoint.keyspace)
         self._prepared: dict[str, Any] = {}
         self._preparing = threading.Lock()   # the driver's Session is thread-safe; this cache is made so
-        atexit.register(self.cluster.shutdown)
 
     def _statement(self, cql: str) -> Any:
         stmt = self._prepared.get(cql)

@@ -18,6 +18,7 @@ import os
 import runpy
 import subprocess
 import sys
+import threading
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -95,3 +96,47 @@ def execute_in_process(operator: Any, context: Any) -> None:
         operator.log.info("%s", line)
     if result.returncode:
         raise AirflowException(f"{operator.application} (in the test process) ended with status {result.returncode}")
+
+
+def release_driver() -> None:
+    """End what in-process jobs leave for the next one: their Cassandra sessions and the driver JVM.
+
+    Called once when the test session ends. Left to interpreter exit, the Cassandra driver's
+    scheduler and reactor threads and py4j's finalizer thread outlive ``concurrent.futures`` and the
+    modules they use, and print tracebacks after the pytest summary.
+    """
+    if "spark_apps.common.cql" in sys.modules:
+        from spark_apps.common.cql import close_sessions
+
+        close_sessions()
+    if "pyspark" in sys.modules:
+        stop_gateway()
+
+
+def stop_gateway(timeout: float = 30.0) -> None:
+    """Stop the SparkContext still active (if any), py4j's client and callback server, and the JVM."""
+    from py4j.clientserver import FinalizerWorker  # type: ignore[import-untyped]
+    from pyspark import SparkContext
+
+    with SparkContext._lock:
+        active, gateway = SparkContext._active_spark_context, SparkContext._gateway
+    if active is not None:
+        active.stop()
+    if gateway is None:
+        return
+    gateway.shutdown()   # also ends py4j's finalizer worker thread
+    proc = getattr(gateway, "proc", None)   # the spark-submit JVM: it exits when its stdin closes
+    if proc is not None:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    # py4j's finalizer worker sees the shutdown on its next poll (a second at most): let it end now.
+    for thread in threading.enumerate():
+        if isinstance(thread, FinalizerWorker):
+            thread.join(timeout)
