@@ -1,6 +1,7 @@
 """Vault purge throughput: the purge_deleted_messages_vault job against its ceilings, measured in the same run.
 
-    .venv/bin/python bench/vault_purge.py [--entries 100000] [--seed s3|disk] [--concurrency 8] [--record]
+    .venv/bin/python bench/vault_purge.py [--entries 100000] [--seed s3|disk] [--slices 8] [--concurrency 8]
+        [--interrupt-after-slices N] [--record]
 
 Seeds a throw-away keyspace and S3 buckets of a prefix of its own with ``--entries`` vault entries
 spread over 18 months (tests/support/vault_seed.py: the adapter's statements, small contents), the
@@ -20,8 +21,13 @@ also written, same key and bytes, into a *shadow* bucket that nothing references
    the partitions, then each month's bucket and listing, and the verification. The report's
    ``executorSeconds`` (thread-seconds per kind of request) is printed with the figures.
 
+With ``--interrupt-after-slices N``, a first attempt of the purge (spark-submit, same run key) is
+SIGKILLed once N slices are checkpointed; the measured purge resumes it (it skips the checkpointed
+slices) and its rate is over the expired entries the killed attempt left.
+
 Then the result is checked exactly (every expired row, storage row, listing and object gone, every
-kept one there) and the ratios printed: the purge's entries/s over each ceiling's rows/s.
+kept one there), a last purge with a new run key must find nothing to do (no expired month, no
+entry deleted), and the ratios are printed: the purge's entries/s over each ceiling's rows/s.
 
 Seeding (``--seed``): the CQL rows are always written with the adapter's own statements
 (``execute_concurrent``, 64 in flight). The content objects are
@@ -219,10 +225,10 @@ def job_arguments(prefix: str, concurrency: int) -> list[str]:
 
 
 def interrupted_attempt(session: CassandraSession, settings: Any, prefix: str, slices: int, concurrency: int,
-                        run_key: str, after_slices: int) -> None:
+                        run_key: str, after_slices: int) -> int:
     """A first attempt of the job under spark-submit with ``run_key``, SIGKILLed (its whole process
     group, as a lost driver would be) once ``after_slices`` slices are checkpointed: the measured run
-    then resumes it."""
+    then resumes it. Returns the slices checkpointed when it died (the poll may see more than asked)."""
     import signal
 
     from spark_apps.common.bookkeeping import CHECKPOINTS_DDL
@@ -250,6 +256,8 @@ def interrupted_attempt(session: CassandraSession, settings: Any, prefix: str, s
     if ended is not None:
         raise SystemExit(f"the attempt to interrupt ended by itself (exit {ended}) before {after_slices} "
                          "slice(s) were checkpointed")
+    return len(session.execute("SELECT slice FROM maintenance_checkpoints WHERE job = ? AND run_key = ?",
+                               (PURGE_TASK_TYPE, run_key)))
 
 
 def purge(spark: Any, settings: Any, prefix: str, slices: int, concurrency: int,
@@ -414,12 +422,13 @@ def main() -> int:
         print(f"raw bulk delete: {raw_objects:,} objects in {raw_s:.1f} s", flush=True)
         run_key = f"bench-{uuid.uuid4().hex[:8]}"
         before_resume = None
+        killed_after = 0
         if args.interrupt_after_slices:
-            interrupted_attempt(session, settings, store.config.bucket_prefix, args.slices, args.concurrency,
-                                run_key, args.interrupt_after_slices)
+            killed_after = interrupted_attempt(session, settings, store.config.bucket_prefix, args.slices,
+                                               args.concurrency, run_key, args.interrupt_after_slices)
             before_resume = expired_entries_left(session, expired_months)
-            print(f"interrupted once {args.interrupt_after_slices} slice(s) were checkpointed: "
-                  f"{before_resume:,} expired entries left for the resumed run", flush=True)
+            print(f"interrupted once {args.interrupt_after_slices} slice(s) were checkpointed ({killed_after} "
+                  f"when killed): {before_resume:,} expired entries left for the resumed run", flush=True)
         report, purge_s = purge(spark, settings, store.config.bucket_prefix, args.slices, args.concurrency, run_key)
         # A resumed run's report also counts what the killed attempt's checkpointed slices deleted: its
         # rate is over the entries it found left.
@@ -427,8 +436,23 @@ def main() -> int:
         print(f"purge: {deleted:,} entries deleted in {purge_s:.1f} s ({deleted / purge_s:,.0f}/s, "
               f"{report['outcome']}, {len(report['deletedBuckets'])} months dropped; phases "
               + ", ".join(f"{k} {v:.1f} s" for k, v in report["phaseSeconds"].items()) + ")", flush=True)
-        problems = exactness(session, client, store.config.bucket_prefix, disk, args.entries)
+        skipped = report["slices"]["skippedAlreadyDone"]
+        if before_resume is not None and len(skipped) != killed_after:
+            problems_resume = [f"the resumed run skipped slices {skipped}, {killed_after} were checkpointed"]
+        else:
+            problems_resume = []
+        problems = problems_resume + exactness(session, client, store.config.bucket_prefix, disk, args.entries)
         print("exact: " + ("yes" if not problems else "NO: " + "; ".join(problems)), flush=True)
+        # A later run (new run key) must find nothing left: the resumed run did the rest.
+        again, _ = purge(spark, settings, store.config.bucket_prefix, args.slices, args.concurrency,
+                         f"bench-{uuid.uuid4().hex[:8]}")
+        nothing_left = (again["expiredBuckets"] == 0 and again.get("deletedEntries", 0) == 0
+                        and again["outcome"] == "COMPLETED")
+        print(f"a later purge: {again['expiredBuckets']} expired months, {again.get('deletedEntries', 0)} entries "
+              f"deleted, {again['outcome']}", flush=True)
+        if not nothing_left:
+            problems.append(f"a later purge found work: {again['expiredBuckets']} months, "
+                            f"{again.get('deletedEntries', 0)} entries, {again['outcome']}")
         rate, scan_rate, cql_rate, raw_rate = (deleted / purge_s, scanned / spark_s, cql_rows / cql_s,
                                                raw_objects / raw_s)
         seeding = ("content objects written straight into S3Proxy's filesystem backend (`--seed disk`, a "
@@ -465,10 +489,13 @@ def main() -> int:
             f"{'yes' if not problems else 'NO'}) | {deleted:,} entries | {purge_s:.1f} | **{rate:,.0f}** | |",
             "",
             *([f"Interrupted and resumed: a first attempt under spark-submit was SIGKILLed once "
-               f"{args.interrupt_after_slices} slice(s) were checkpointed, {before_resume:,} expired entries "
-               f"left; the measured run "
-               f"resumed it with the same run key (its rate is over what it deleted) and the end state is "
+               f"{args.interrupt_after_slices} slice(s) were checkpointed ({killed_after} when killed), "
+               f"{before_resume:,} expired entries left; the measured run resumed it with the same run key "
+               f"(skipping slices {skipped}; its rate is over what it deleted) and the end state is "
                f"{'exact' if not problems else 'NOT exact'}.", ""] if before_resume is not None else []),
+            f"A later purge with a new run key found {again['expiredBuckets']} expired months and deleted "
+            f"{again.get('deletedEntries', 0)} entries ({again['outcome']}).",
+            "",
             "The purge's phases (seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["phaseSeconds"].items())
             + ".",
             "The executors' thread-seconds per kind of request (both tasks, all threads): "
