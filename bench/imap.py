@@ -55,7 +55,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.load_report import cost_lines, load_parser, percentile  # noqa: E402
+from bench.load_report import cost_lines, host_speed, load_parser, percentile  # noqa: E402
+from mailserver.imap.config import ImapConfig  # noqa: E402
 from mailserver.runtime.heap import settle_heap  # noqa: E402
 
 PASSWORD = "bench-Passw0rd"  # noqa: S105 - throw-away users
@@ -301,14 +302,18 @@ def table(run: dict) -> list[str]:
     return lines
 
 
-def section(args: argparse.Namespace, worlds: dict[str, tuple[World, list[dict]]], started: datetime) -> list[str]:
+def section(args: argparse.Namespace, worlds: dict[str, tuple[World, list[dict]]], started: datetime,
+            speed: str) -> list[str]:
     lines = [
         f"### IMAP commands ({started:%Y-%m-%d %H:%M} UTC, {platform.node() or 'host'}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()})",
         "",
+        f"Host: {speed} (before the run).",
+        "",
         f"`bench/imap.py -c {args.connections} --duration {args.duration:g} --seed {args.seed} --size {args.size} "
         f"--backends {args.backends} --client-processes {args.client_processes}`: an in-process IMAP server "
-        "(16 mailbox-manager threads), one user and INBOX per connection, imaplib clients in "
+        f"({args.io_threads or ImapConfig.io_threads} mailbox-manager threads), one user and INBOX per connection, "
+        "imaplib clients in "
         f"{args.client_processes} processes on the same machine, each connection repeating SELECT, FETCH of "
         "the last 10 (UID FLAGS ENVELOPE), UID FETCH of one random message (BODY.PEEK[]), SEARCH UNSEEN, "
         f"APPEND ({args.size} bytes), UID STORE +FLAGS (\\Flagged) of the appended message, without pauses. "
@@ -345,6 +350,7 @@ def main() -> int:
     args = parser.parse_args()
     profiles = ThreadProfiles() if args.profile else None
     loads = [int(c) for c in args.connections.split(",")]
+    speed = host_speed()   # on the machine as it is before the seeding and the loads
     started = datetime.now(UTC)
     worlds: dict[str, tuple[World, list[dict]]] = {}
     for backend in args.backends.split(","):
@@ -365,7 +371,7 @@ def main() -> int:
         worlds[backend] = (world, runs)
     if profiles is not None:
         profiles.write(Path(args.profile))
-    lines = section(args, worlds, started)
+    lines = section(args, worlds, started, speed)
     print("\n".join(lines))
     if args.record:
         with (REPO / "docs" / "benchmarks.md").open("a") as out:
