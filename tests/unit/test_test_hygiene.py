@@ -219,6 +219,10 @@ ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
         "os._exit is the documented way out of a forked child without running the parent's cleanup",
     ("tests/support/mailserver_process.py", "_replace"):
         "namedtuple's public API (urllib.parse.SplitResult._replace), underscored against field names",
+    **{("tests/support/spark_in_process.py", name):
+       "pyspark has no public way to end its driver JVM and py4j gateway (SparkSession.stop() keeps them until "
+       "exit): the test session's end takes them from SparkContext's class attributes, under its lock"
+       for name in ("_lock", "_active_spark_context", "_gateway", "_jvm")},
 }
 
 
