@@ -2,7 +2,8 @@
 
 Everything a process builds while starting (modules, drivers' metadata, prepared statements,
 configuration) lives as long as the process, yet the cyclic collector walks it again on every
-full collection; under load those walks cost several percent of the CPU (`bench/imap.py`).
+full collection; under load those walks took a few percent of the CPU (`bench/imap.py`: 1 to 2 s of
+thread CPU in a 130 s run).
 Once the roles run, ``settle_heap`` moves what exists to the collector's permanent generation
 (``gc.freeze``, as pre-forking servers do) and collects the young generation less often, so a
 command's short-lived objects are mostly freed by reference counting before a collection runs.
