@@ -37,7 +37,6 @@ machine and the date.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import multiprocessing
 import os
 import platform
@@ -151,10 +150,11 @@ def _client_process(port: int, users: list[str], size: int, start: float, end: f
 class World:
     """A mailbox layer, its users and an IMAP server on a free loopback port."""
 
-    def __init__(self, backend: str, users: int, seed: int, size: int, io_threads: int | None = None) -> None:
+    def __init__(self, backend: str, users: int, seed: int, size: int,
+                 io_threads: int = ImapConfig.io_threads) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from mailserver.imap import ImapConfig, ImapServer, ImapServerThread
+        from mailserver.imap import ImapServer, ImapServerThread
         from mailserver.model.address import Username
         from mailserver.model.mailbox import MailboxPath
 
@@ -181,11 +181,8 @@ class World:
         # Every bench client comes from 127.0.0.1: the per-address cap would refuse the 51st.
         # bus=: the selected mailboxes follow their events, as the imap role's do on RabbitMQ; this
         # process is the only writer, so its in-process bus brings every change (live key delivery).
-        config = ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None)
-        if io_threads is not None:
-            config = dataclasses.replace(config, io_threads=io_threads)
-        self.server = ImapServer(config, ctx.manager,
-                                 repo, subscriptions=subscriptions, bus=ctx.bus)
+        config = ImapConfig(port=0, auth_require_tls=False, max_connections_per_ip=None, io_threads=io_threads)
+        self.server = ImapServer(config, ctx.manager, repo, subscriptions=subscriptions, bus=ctx.bus)
         self.thread = ImapServerThread(self.server).start()
         self._exits.callback(self.thread.stop)
 
@@ -312,7 +309,7 @@ def section(args: argparse.Namespace, worlds: dict[str, tuple[World, list[dict]]
         "",
         f"`bench/imap.py -c {args.connections} --duration {args.duration:g} --seed {args.seed} --size {args.size} "
         f"--backends {args.backends} --client-processes {args.client_processes}`: an in-process IMAP server "
-        f"({args.io_threads or ImapConfig.io_threads} mailbox-manager threads), one user and INBOX per connection, "
+        f"({args.io_threads} mailbox-manager threads), one user and INBOX per connection, "
         "imaplib clients in "
         f"{args.client_processes} processes on the same machine, each connection repeating SELECT, FETCH of "
         "the last 10 (UID FLAGS ENVELOPE), UID FETCH of one random message (BODY.PEEK[]), SEARCH UNSEEN, "
@@ -341,8 +338,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=10, help="messages in each INBOX before the loads")
     parser.add_argument("--size", type=int, default=4096, help="bytes per message (seeded and appended)")
     parser.add_argument("--backends", default="cassandra", help="cassandra, memory or both (comma-separated)")
-    parser.add_argument("--io-threads", type=int, help="the server's pool for blocking mailbox calls "
-                        "(default: the imap role's, ImapConfig.io_threads)")
+    parser.add_argument("--io-threads", type=int, default=ImapConfig.io_threads,
+                        help="the server's pool for blocking mailbox calls (default: the imap role's)")
     parser.add_argument("--default-gc", action="store_true", help="leave CPython's collector as it starts, "
                         "without what `mailserver serve` does once started (mailserver.runtime.heap)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile every server thread, top functions to FILE "

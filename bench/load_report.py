@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+import timeit
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -47,10 +50,6 @@ def host_speed() -> str:
     Hosts differ: the same commit measured 0.5-0.7 ms of protocol CPU a command on one build machine
     and 1.5 ms on another (2026-11-28). A figure read against another host's must be read with this.
     """
-    import re
-    import timeit
-    from pathlib import Path
-
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -58,7 +57,7 @@ def host_speed() -> str:
     model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
     mhz = re.search(r"^cpu MHz\s*:\s*([\d.]+)$", cpuinfo, re.M)
     seconds = min(timeit.repeat("sum(range(1_000_000))", number=5, repeat=5)) / 5
-    processor = f"{model.group(1).strip() if model else 'processor unknown'}"
+    processor = model.group(1).strip() if model else "processor unknown"
     if mhz:
         processor += f" at {float(mhz.group(1)):.0f} MHz"
     return f"{processor}; sum(range(10**6)) in {seconds * 1000:.1f} ms"

@@ -67,11 +67,11 @@ def row_to_metadata(row: dict, mailbox_id: MailboxId | None = None,
 
     ``flags_seen`` shares one ``Flags`` between rows with the same flags (a listing has few distinct ones).
     """
-    key = (*(bool(row.get(column)) for _, column in _FLAG_KEYS), *(row.get("userflags") or ()))
+    user = row.get("userflags") or ()
+    key = (*(bool(row.get(column)) for _, column in _FLAG_KEYS), *user)
     flags = flags_seen.get(key) if flags_seen is not None else None
     if flags is None:
-        flags = Flags(frozenset(flag for flag, column in _FLAG_KEYS if row.get(column)),
-                      frozenset(row.get("userflags") or ()))
+        flags = Flags(frozenset(flag for flag, column in _FLAG_KEYS if row.get(column)), frozenset(user))
         if flags_seen is not None:
             flags_seen[key] = flags
     message_id = MessageId(row["messageid"])
