@@ -39,7 +39,34 @@ from include.connections import airflow_connections  # noqa: E402
 from include.stack import artifacts, spark_cds  # noqa: E402
 from include.stack.endpoints import Endpoints  # noqa: E402
 from include.stack.settings import StackSettings  # noqa: E402
+from tests.support.password_cost import james_cost, production_cost  # noqa: E402
 from tests.support.stack import StackUnavailable, resolve, wait_until_answering  # noqa: E402
+
+_SESSION_RESOURCES = pytest.StashKey[ExitStack]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Password hashing at James's cost for the whole session, collection included
+    (``tests/support/password_cost.py``)."""
+    resources = ExitStack()
+    resources.enter_context(james_cost())
+    config.stash[_SESSION_RESOURCES] = resources
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    resources = config.stash.get(_SESSION_RESOURCES, None)
+    if resources is not None:
+        resources.close()
+
+
+@pytest.fixture(autouse=True)
+def password_cost(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The shipped hashing cost for tests marked ``production_password_cost``."""
+    if request.node.get_closest_marker("production_password_cost"):
+        with production_cost():
+            yield
+    else:
+        yield
 
 
 @pytest.fixture(scope="session")

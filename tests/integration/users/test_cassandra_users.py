@@ -38,6 +38,7 @@ def user(repo) -> Username:
     return Username.of(f"carol@{domain}")
 
 
+@pytest.mark.production_password_cost
 def test_row_holds_james_s_algorithm_and_mime_base64_digest(cassandra, repo, user):
     password = "not in base64!"
     repo.add_user(user, password)
@@ -50,6 +51,7 @@ def test_row_holds_james_s_algorithm_and_mime_base64_digest(cassandra, repo, use
     assert row["passwd"] == base64.encodebytes(digest).decode().replace("\n", "\r\n")
 
 
+@pytest.mark.production_password_cost
 def test_a_row_james_wrote_with_its_default_algorithm_logs_in_and_is_upgraded(cassandra):
     # AlgorithmTest's PBKDF2-SHA512 digest of "myPassword" salted with "salt": user "salt", no virtual hosting.
     repo = CassandraUsersRepository(cassandra, None, virtual_hosting=False)
@@ -78,6 +80,7 @@ def test_password_change_keeps_delegation_columns(cassandra, repo, user):
     assert row["authorized_users"] == {"x@y.test"}
 
 
+@pytest.mark.production_password_cost
 def test_a_james_sha512_row_still_verifies(cassandra, repo, user):
     # A row as James 3.8 writes it with the default algorithm: base64(SHA-512(password)), "/plain".
     james_hash = base64.b64encode(hashlib.sha512(b"legacy").digest()).decode()

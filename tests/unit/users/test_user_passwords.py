@@ -116,6 +116,7 @@ def test_needs_rehash_when_not_in_the_configured_algorithm():
     assert hasher.needs_rehash(HashedPassword("SHA-512/plain", "x"))
 
 
+@pytest.mark.production_password_cost
 def test_default_is_james_pbkdf2_sha512_with_owasp_iterations():
     assert DEFAULT_ALGORITHM == "PBKDF2-SHA512-210000"
     assert PasswordHasher().algorithm.as_string() == "PBKDF2-SHA512-210000/plain"
