@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -86,7 +87,10 @@ def load_dag(dag_id: str) -> Any:
     except ImportError:  # Airflow < 3.3
         from airflow.models.dagbag import DagBag
 
-    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    # Each DAG lives in the file of its id: parsing that one file, not the folder's nineteen, saves about
+    # half a second a run here. The whole folder's import is checked by tests/unit/dags.
+    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    bag = DagBag(dag_folder=str(folder / f"{dag_id}.py"))
     assert bag.import_errors == {}
     dag = bag.get_dag(dag_id)
     assert dag is not None, f"no DAG {dag_id}"

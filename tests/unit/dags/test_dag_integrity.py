@@ -29,6 +29,10 @@ def test_every_dag_file_imports_without_error(dagbag):
     files = sorted(p.name for p in DAGS_DIR.glob("*.py") if not p.name.startswith("_"))
     loaded = sorted({Path(dag.fileloc).name for dag in dagbag.dags.values()})
     assert loaded == files, "every file in dags/ defines at least one DAG"
+    # The DAG tests parse a DAG's file alone, found by its id (tests/e2e/maintenance/conftest.py).
+    misnamed = {dag_id: Path(dag.fileloc).name for dag_id, dag in dagbag.dags.items()
+                if Path(dag.fileloc).name != f"{dag_id}.py"}
+    assert misnamed == {}, "each DAG is in the file named after its id"
 
 
 def test_dag_files_do_no_network_io_at_import(monkeypatch):
