@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
-from unittest import mock
+from contextlib import AbstractContextManager, contextmanager
+
+import pytest
 
 from mailserver.model.passwords import DEFAULT_ALGORITHM, PasswordHasher
 
@@ -29,29 +30,20 @@ def _test_init(self: PasswordHasher, algorithm: str = TEST_ALGORITHM) -> None:
 
 
 @contextmanager
-def _setting(value: str) -> Iterator[None]:
-    # Only this variable is put back: fixtures first set up inside the block add others to stay.
-    before = os.environ.get(SETTING)
-    os.environ[SETTING] = value
-    try:
+def _hashing(init: object, algorithm: str) -> Iterator[None]:
+    # MonkeyPatch puts back only what it set: variables that fixtures set up inside the block add stay.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PasswordHasher, "__init__", init)
+        patch.setenv(SETTING, algorithm)
         yield
-    finally:
-        if before is None:
-            os.environ.pop(SETTING, None)
-        else:
-            os.environ[SETTING] = before
 
 
-@contextmanager
-def james_cost() -> Iterator[None]:
+def james_cost() -> AbstractContextManager[None]:
     """A hasher made without an algorithm, and a server configured from the environment, use
     ``TEST_ALGORITHM`` (unless the environment names one already)."""
-    with mock.patch.object(PasswordHasher, "__init__", _test_init), _setting(os.environ.get(SETTING, TEST_ALGORITHM)):
-        yield
+    return _hashing(_test_init, os.environ.get(SETTING, TEST_ALGORITHM))
 
 
-@contextmanager
-def production_cost() -> Iterator[None]:
+def production_cost() -> AbstractContextManager[None]:
     """The shipped default again, inside ``james_cost``."""
-    with mock.patch.object(PasswordHasher, "__init__", _shipped_init), _setting(DEFAULT_ALGORITHM):
-        yield
+    return _hashing(_shipped_init, DEFAULT_ALGORITHM)
