@@ -299,22 +299,35 @@ def test_jmap_submission_from_another_users_address_is_refused(jmap_users, jmap:
     assert refused.not_created["send"].type == "forbiddenMailFrom"
 
 
-def test_jmap_event_source_pushes_the_email_state_of_a_mail_delivered_over_smtp(mail_world: MailWorld, jmap_users,
-                                                                               jmap: Client, monkeypatch):
-    alice, _ = jmap_users
+def test_jmap_event_source_pushes_the_email_state_of_a_mail_delivered_over_smtp(mail_world: MailWorld, monkeypatch):
+    # A user of its own: the other JMAP tests' mail changes alice's Email state, and a StateChange
+    # of theirs arriving late would be pushed here first (and close the stream).
+    carol = mail_world.add_user("jmap-carol", JMAP_PASSWORD)
+    mail_world.backends.mailbox.manager.create_mailbox(MailboxPath.inbox(Username.of(carol)))
     # jmapc's EventSource client (sseclient) takes no ``verify``: the CA bundle comes from the environment.
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", mail_world.jmap_certificate)
-    listening = Client.create_with_password(mail_world.jmap_host, alice, JMAP_PASSWORD,
+    listening = Client.create_with_password(mail_world.jmap_host, carol, JMAP_PASSWORD,
                                             event_source_config=EventSourceConfig(types="Email", closeafter="state"))
-    received: queue.Queue[Event] = queue.Queue()
+    received: queue.Queue[Event | BaseException] = queue.Queue()
+
+    def listen() -> None:
+        try:
+            received.put(next(iter(listening.events)))
+        except BaseException as failure:   # shown by the test instead of a wait for nothing
+            received.put(failure)
     # sseclient reads without a timeout: a thread reads, the test waits on the queue with a deadline.
-    threading.Thread(target=lambda: received.put(next(iter(listening.events))), daemon=True).start()
+    threading.Thread(target=listen, daemon=True).start()
     push_bus = mail_world.backends.push_bus
     assert push_bus is not None
-    assert eventually(lambda: account_key(Username.of(alice)) in push_bus.key_listeners.keys(), timeout=30)
+    assert eventually(lambda: account_key(Username.of(carol)) in push_bus.key_listeners.keys()
+                      or not received.empty(), timeout=30)
+    assert received.empty(), f"pushed before any mail was sent: {received.get()!r}"
 
-    mail_world.send(REMOTE_SENDER, [alice], "Pushed to the event source.", subject="jmap-push")
+    mail_world.send(REMOTE_SENDER, [carol], "Pushed to the event source.", subject="jmap-push")
 
     event = received.get(timeout=60)
-    assert list(event.data.changed) == [jmap.account_id]
-    assert event.data.changed[jmap.account_id].email   # the new Email state
+    assert isinstance(event, Event), f"the event source failed: {event!r}"
+    assert list(event.data.changed) == [listening.account_id]
+    now = listening.request(EmailGet(ids=[]))
+    assert isinstance(now, EmailGetResponse)
+    assert event.data.changed[listening.account_id].email == now.state   # the delivery's Email state
