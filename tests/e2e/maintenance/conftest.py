@@ -27,6 +27,7 @@ from unittest import mock
 import pytest
 
 from include.connections import airflow_connections
+from tests.support.dag_test_sync import bundles_synced_once
 from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
 from tests.support.spark_in_process import execute_in_process
 
@@ -45,6 +46,14 @@ def spark_jobs_in_the_test_process(request: pytest.FixtureRequest) -> Iterator[N
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     with mock.patch.object(SparkSubmitOperator, "execute", execute_in_process):
+        yield
+
+
+@pytest.fixture(scope="package", autouse=True)
+def dag_folder_synced_once() -> Iterator[None]:
+    """``dag.test()`` writes the whole DAG folder to Airflow's database at its first run only
+    (``tests/support/dag_test_sync.py``)."""
+    with bundles_synced_once():
         yield
 
 
