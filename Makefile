@@ -26,7 +26,8 @@ test: bootstrap       ## the whole suite against real services (starts the backe
 	@$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
 	@$(PY) -m include.stack up --profile backends
-	@$(PY) -m pytest -m "not cluster_suite" --junitxml=.stack/last-test-run.xml $(PYTEST_ARGS)
+	@# Two workers: the unit tests beside the rest (tests/conftest.py, pytest_xdist_make_scheduler).
+	@$(PY) -m pytest -n 2 -m "not cluster_suite" --junitxml=.stack/last-test-run.xml $(PYTEST_ARGS)
 
 test-cluster: bootstrap  ## the multi-node e2e: three-node Cassandra, reindex on the Spark cluster (about 2.4 GiB, 8 minutes)
 	@$(PY) -m include.stack up --profile backends

@@ -4,6 +4,11 @@ Airflow reads its configuration when first imported, so the test Airflow (SQLite
 under ``.stack/pytest-airflow``, this repository's dags/ and plugins/) is configured here at
 import time, before any test module imports it. The production stack's Airflow database is
 never touched by tests, even when ``.stack/env.sh`` was sourced.
+
+``make test`` runs two pytest-xdist workers: the unit tests, which need no server, on one,
+everything else in its usual order on the other (``pytest_xdist_make_scheduler``). The unit tests
+are CPU work, the rest mostly waits on servers and schedulers, so the two overlap well on two
+cores. Each worker has a test Airflow of its own.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 STACK_HOME = Path(os.environ.get("STACK_HOME", REPO / ".stack"))
-AIRFLOW_TEST_HOME = STACK_HOME / "pytest-airflow"
+# Under pytest-xdist each worker has its own (two processes must not migrate one SQLite file).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+AIRFLOW_TEST_HOME = STACK_HOME / ("pytest-airflow" + (f"-{_WORKER}" if _WORKER else ""))
 AIRFLOW_TEST_HOME.mkdir(parents=True, exist_ok=True)
 
 os.environ.update({
@@ -211,6 +219,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return path.is_relative_to(REPO) and path.relative_to(REPO).as_posix().startswith(STACK_AIRFLOW_TESTS)
 
     items.sort(key=needs_stack_airflow)   # stable: every other test keeps its order
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist, two work units: the unit tests, and every other test in collection order.
+
+    The tests that use servers share one stack, one keyspace and the stack's Airflow, and some stop
+    and start a backend: they run on one worker, one after the other, as without xdist.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitTestsBesideServerTests(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "unit" if nodeid.startswith("tests/unit/") else "servers"
+
+    return UnitTestsBesideServerTests(config, log)
 
 
 @pytest.hookimpl(trylast=True)   # after the runner's own sessionfinish, which tears down what fixtures remain

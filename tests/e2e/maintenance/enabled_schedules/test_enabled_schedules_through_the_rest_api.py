@@ -47,7 +47,7 @@ def test_with_the_purge_schedule_enabled_a_refused_trigger_creates_no_run_and_th
     try:
         private_airflow.set_paused([PURGE], False)
         unpaused_at = now()
-        private_airflow.wait_scheduler_loops(after=unpaused_at, loops=3)
+        private_airflow.wait_scheduler_loops(after=unpaused_at, loops=2)
         assert run_keys(private_airflow.runs(PURGE)) == before
         due = private_airflow.dags()[PURGE]["next_dagrun_run_after"]
         # Only the next time to come (the 1st of next month), never the last one.

@@ -28,7 +28,7 @@ def test_unpausing_every_dag_as_shipped_starts_no_run(live_airflow: StackAirflow
     try:
         live_airflow.set_paused(set(dags), False)
         unpaused_at = now()
-        live_airflow.wait_scheduler_loops(after=unpaused_at, loops=3)
+        live_airflow.wait_scheduler_loops(after=unpaused_at, loops=2)
 
         assert {key for key in run_keys(live_airflow.runs()) - before if key[1] != "manual"} == set()
         # ... and none is due later: no DAG has a next run.
@@ -60,7 +60,7 @@ def test_a_refused_trigger_creates_no_run_and_the_unpausing_starts_none(
     try:
         live_airflow.set_paused([dag_id], False)
         unpaused_at = now()
-        live_airflow.wait_scheduler_loops(after=unpaused_at, loops=3)
+        live_airflow.wait_scheduler_loops(after=unpaused_at, loops=2)
         assert run_keys(live_airflow.runs(dag_id)) == before
         assert live_airflow.dags()[dag_id]["next_dagrun_run_after"] is None   # no schedule as shipped
     finally:

@@ -40,7 +40,7 @@ def test_a_parameter_the_form_refuses_is_shown_and_starts_nothing(live_airflow: 
         # Unpaused or not, the scheduler starts nothing for it: no run now, after its next passes, or later.
         refused_at = live_airflow.scheduler_heartbeat()
         assert refused_at is not None
-        live_airflow.wait_scheduler_loops(after=refused_at, loops=3)
+        live_airflow.wait_scheduler_loops(after=refused_at, loops=2)
         assert run_ids(live_airflow) == before
         assert live_airflow.dags()[MESSAGES_DAG]["next_dagrun_run_after"] is None
     finally:
