@@ -39,7 +39,7 @@ def bundles_synced_once() -> Iterator[None]:
             if bundle is not None:
                 _synced_bundles.add(bundle)
 
-    def test_naming_its_file(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def dag_test_naming_its_file(self: Any, *args: Any, **kwargs: Any) -> Any:
         token = _running_dag_file.set(Path(self.fileloc).resolve())
         try:
             return dag_test(self, *args, **kwargs)
@@ -47,5 +47,5 @@ def bundles_synced_once() -> Iterator[None]:
             _running_dag_file.reset(token)
 
     with mock.patch.object(dagbag, "BundleDagBag", OwnFileOnceSynced), \
-            mock.patch.object(DAG, "test", test_naming_its_file):
+            mock.patch.object(DAG, "test", dag_test_naming_its_file):
         yield
