@@ -22,14 +22,14 @@ status:
 logs:
 	@$(PY) -m include.stack logs
 
-test: bootstrap       ## the whole suite against real services (starts the backends it needs)
+test: bootstrap       ## the whole suite against real services (starts the backends it needs), the multi-node e2e included
 	@$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
 	@$(PY) -m include.stack up --profile backends
 	@# Two workers: the unit tests beside the rest (tests/conftest.py, pytest_xdist_make_scheduler).
-	@$(PY) -m pytest -n 2 -m "not cluster_suite" --junitxml=.stack/last-test-run.xml $(PYTEST_ARGS)
+	@$(PY) -m pytest -n 2 --junitxml=.stack/last-test-run.xml $(PYTEST_ARGS)
 
-test-cluster: bootstrap  ## the multi-node e2e: three-node Cassandra, reindex on the Spark cluster (about 2.4 GiB, 8 minutes)
+test-cluster: bootstrap  ## the multi-node e2e alone (make test runs them too): three-node Cassandra, reindex on the Spark cluster
 	@$(PY) -m include.stack up --profile backends
 	@$(PY) -m pytest -m cluster_suite $(PYTEST_ARGS)
 

@@ -5,10 +5,10 @@ under ``.stack/pytest-airflow``, this repository's dags/ and plugins/) is config
 import time, before any test module imports it. The production stack's Airflow database is
 never touched by tests, even when ``.stack/env.sh`` was sourced.
 
-``make test`` runs two pytest-xdist workers: the unit tests, which need no server, on one,
-everything else in its usual order on the other (``pytest_xdist_make_scheduler``). The unit tests
-are CPU work, the rest mostly waits on servers and schedulers, so the two overlap well on two
-cores. Each worker has a test Airflow of its own.
+``make test`` runs two pytest-xdist workers: the unit tests, which need no server, on one (then the
+three-node Cassandra test), everything else in its usual order on the other
+(``pytest_xdist_make_scheduler``). The unit tests are CPU work, the rest mostly waits on servers
+and schedulers, so the two overlap well on two cores. Each worker has a test Airflow of its own.
 """
 
 from __future__ import annotations
@@ -221,17 +221,27 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     items.sort(key=needs_stack_airflow)   # stable: every other test keeps its order
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under pytest-xdist, two work units: the unit tests, and every other test in collection order.
+# Tests that share nothing with the other server tests (the three-node Cassandra is a stack service of
+# its own): a work unit apart, which the worker of the unit tests takes once they are done.
+APART_FROM_THE_SERVER_TESTS = ("tests/e2e/mailflow/test_cassandra_cluster_node_loss.py",)
 
-    The tests that use servers share one stack, one keyspace and the stack's Airflow, and some stop
-    and start a backend: they run on one worker, one after the other, as without xdist.
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist, three work units: the unit tests; the three-node Cassandra test; every other
+    test in collection order.
+
+    The tests that use servers share one stack, one keyspace, the Spark standalone cluster and the
+    stack's Airflow, and some stop and start a backend: they run on one worker, one after the other,
+    as without xdist. xdist hands out the largest unit first (the unit tests), then the next to the
+    other worker, and the last to whichever worker has two tests or fewer left.
     """
     from xdist.scheduler import LoadScopeScheduling
 
     class UnitTestsBesideServerTests(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "unit" if nodeid.startswith("tests/unit/") else "servers"
+            if nodeid.startswith("tests/unit/"):
+                return "unit"
+            return "apart" if nodeid.startswith(APART_FROM_THE_SERVER_TESTS) else "servers"
 
     return UnitTestsBesideServerTests(config, log)
 
