@@ -7,19 +7,15 @@ the DAG's default params; connections come from ``AIRFLOW_CONN_*`` as in a worke
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
+
+from tests.support.dag_files import parsed_dag
 
 
 def main(dag_id: str, run_id: str) -> None:
-    from airflow.dag_processing.dagbag import DagBag
-
-    # Each DAG lives in the file of its id (checked by tests/unit/dags): that file alone is parsed.
-    bag = DagBag(dag_folder=str(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / f"{dag_id}.py"))
-    dag = bag.get_dag(dag_id)
+    dag = parsed_dag(dag_id)   # its file alone
     if dag is None:
-        raise SystemExit(f"no DAG {dag_id}: {bag.import_errors}")
+        raise SystemExit(f"no DAG {dag_id}")
     params = {name: dag.params[name] for name in dag.params}
     context = {"dag": dag, "run_id": run_id, "params": params, "dag_run": None}
     dag.get_task("detect_repair_verify").execute(context)

@@ -20,13 +20,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
 
 from include.connections import airflow_connections
+from tests.support.dag_files import parsed_dag
 from tests.support.dag_test_sync import bundles_synced_once
 from tests.support.mailserver_process import WEBADMIN_PASSWORD, IsolatedVhost, WebAdminProcess, server_env
 from tests.support.spark_in_process import execute_in_process
@@ -91,17 +91,9 @@ def maintenance_airflow(stack, spark_env, airflow_db, maintenance_cassandra, mai
 
 
 def load_dag(dag_id: str) -> Any:
-    try:
-        from airflow.dag_processing.dagbag import DagBag
-    except ImportError:  # Airflow < 3.3
-        from airflow.models.dagbag import DagBag
-
-    # Each DAG lives in the file of its id: parsing that one file, not the folder's nineteen, saves about
-    # half a second a run here. The whole folder's import is checked by tests/unit/dags.
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    bag = DagBag(dag_folder=str(folder / f"{dag_id}.py"))
-    assert bag.import_errors == {}
-    dag = bag.get_dag(dag_id)
+    # Its own file alone (each DAG lives in the file of its id): about half a second a run less than
+    # the whole folder, whose import tests/unit/dags checks.
+    dag = parsed_dag(dag_id)
     assert dag is not None, f"no DAG {dag_id}"
     # dag.test() sleeps through each retry delay (30 s to 2 min here). Tests that make a task fail
     # keep its retries (they assert on every attempt) but not the wait; the DAGs' real delays are

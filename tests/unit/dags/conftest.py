@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.unit.dags.dag_files import dag_module, parsed_dag
+from tests.support.dag_files import dag_module, parsed_dag
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.dags.dag_files import parsed_dag
+from tests.support.dag_files import parsed_dag
 from tests.unit.plugins.webadmin_server import connection, serving
 from tests.unit.webadmin.webadmin_support import make_context
 

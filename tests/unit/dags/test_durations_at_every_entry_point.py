@@ -12,7 +12,7 @@ import pytest
 from mailserver.webadmin.routes import params as webadmin_params
 from spark_apps.common.procedure import ProcedureRunner
 from spark_apps.jobs.recover_lost_mails import RecoverLostMails
-from tests.unit.dags.dag_files import parsed_dag
+from tests.support.dag_files import parsed_dag
 
 MONTH = timedelta(seconds=31556952) / 12
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.dags.dag_files import dag_module
+from tests.support.dag_files import dag_module
 
 REDELIVER, RECONCILE = "redeliver_event_dead_letters", "reconcile_event_bus_groups"
 GROUP = "org.apache.james.mailbox.store.quota.ListeningCurrentQuotaUpdater$ListeningCurrentQuotaUpdaterGroup"

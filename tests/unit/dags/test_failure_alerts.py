@@ -81,7 +81,7 @@ def test_a_failed_run_of_dag_test_alerts_through_the_serialized_dag(monkeypatch,
     from airflow.models.dagrun import DagRun
     from airflow.serialization.serialized_objects import DagSerialization
 
-    from tests.unit.dags.dag_files import parsed_dag
+    from tests.support.dag_files import parsed_dag
 
     url, received = webhook
     monkeypatch.setenv("AIRFLOW_CONN_MAILPLATFORM_ALERTS", json.dumps({"conn_type": "http", "host": url}))

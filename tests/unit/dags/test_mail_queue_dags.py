@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from tests.unit.dags.dag_files import dag_module
+from tests.support.dag_files import dag_module
 
 DRAIN, FLUSH, REPROCESS, RECOVER = ("drain_mail_queue", "flush_delayed_mails", "reprocess_mail_repository",
                                     "recover_lost_mails")

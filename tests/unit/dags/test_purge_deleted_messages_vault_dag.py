@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.dags.dag_files import dag_module
+from tests.support.dag_files import dag_module
 
 DAG_ID = "purge_deleted_messages_vault"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pendulum
 import pytest
 
-from tests.unit.dags.dag_files import dag_module
+from tests.support.dag_files import dag_module
 
 REPAIRS_AND_PURGES = ("detect_cassandra_inconsistencies", "purge_deleted_messages_vault")
 
