@@ -12,8 +12,9 @@ process (JVM start-up excluded):
 1. the job's procedure, ``rebuildAll``, no rate limit: detect (Cassandra scan + index scan), re-read
    ``imapUidTable`` and ``messageV3`` per message (the connector's joins), fetch both blobs, build the
    document with the server's code, ``_bulk`` through the write alias, then the verifying detection;
-2. ceiling one, S3: the header and body blobs of every message GET by the same Spark executors, with as
-   many requests in flight per partition as the job (``FETCH_THREADS``), read and dropped;
+2. ceiling one, S3: the header and body blobs of every message GET by the same Spark executors, with the
+   job's client (``S3Access.reader``) and as many requests in flight per partition (``FETCH_THREADS``), read
+   and dropped;
 3. ceiling two, OpenSearch: the documents the job wrote, read back, and sent to a fresh index with
    ``helpers.parallel_bulk`` (as many requests in flight as the job has in all, ``BATCH`` documents each);
 4. James: ``messagesPerSecond`` defaults to 50, so N / 50 seconds.
@@ -131,8 +132,9 @@ def reindex(spark: Any, settings: Any, bucket: str, read_alias: str, write_alias
 
 
 def raw_get(spark: Any, bucket: str, n: int, contents: int) -> tuple[int, float]:
-    """Every message's two blobs fetched by the executors as the job fetches them; (GETs, seconds)."""
-    from spark_apps.common.mail_blobs import S3Access
+    """Every message's two blobs fetched by the executors as the job fetches them (the same client, as many
+    in flight), and nothing else done with them; (GETs, seconds)."""
+    from spark_apps.common.mail_blobs import S3Access, read_object
     from spark_apps.common.reindex_pipeline import FETCH_THREADS
 
     access = S3Access.from_env(os.environ)
@@ -141,13 +143,11 @@ def raw_get(spark: Any, bucket: str, n: int, contents: int) -> tuple[int, float]
     def fetch(messages: Any) -> Any:
         from concurrent.futures import ThreadPoolExecutor
 
-        client = access.client()
+        reader = access.reader()
 
         def get(i: int) -> int:
             k = i % contents
-            header = client.get_object(Bucket=bucket, Key=f"bench-h-{k}")["Body"].read()
-            body = client.get_object(Bucket=bucket, Key=f"bench-b-{k}")["Body"].read()
-            return len(header) + len(body)
+            return len(read_object(reader, bucket, f"bench-h-{k}")) + len(read_object(reader, bucket, f"bench-b-{k}"))
 
         with ThreadPoolExecutor(FETCH_THREADS) as pool:
             yield sum(1 for _ in pool.map(get, messages))

@@ -25,6 +25,9 @@ SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailse
                            # the vault purge expires months with the server's bucket names and durations
                            "mailserver/vault/__init__.py", "mailserver/vault/buckets.py",
                            "mailserver/vault/config.py",
+                           # the message blobs are read with the server's signed GETs (DirectS3)
+                           "mailserver/blob/__init__.py", "mailserver/blob/api.py", "mailserver/blob/memory.py",
+                           "mailserver/blob/spool.py", "mailserver/blob/s3_direct.py", "mailserver/randomness.py",
                            # every job's default keyspace is the server's
                            "mailserver/cassandra/__init__.py", "mailserver/cassandra/config.py",
                            # the configs' from_env on the driver (the reindex job's SearchConfig):

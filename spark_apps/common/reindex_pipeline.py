@@ -62,13 +62,14 @@ class _Partition:
     def __init__(self, procedure: Any, counters: Mapping[str, str]) -> None:
         assert procedure.search is not None and procedure.s3 is not None
         self.search, self.bucket, self.counters = procedure.search, procedure.bucket, counters
-        self.s3 = procedure.s3.client()
+        self.s3 = procedure.s3.reader()
         self.client = self.search.client()
 
     def document(self, item: dict[str, Any], truth: Mapping[str, Any],
                  content: Mapping[str, Any] | None) -> dict[str, Any]:
         """The document of one message (in a fetch thread), or the item's failure outcome."""
-        from spark_apps.common.search_reindex import build_document, read_content
+        from spark_apps.common.mail_blobs import read_content
+        from spark_apps.common.search_reindex import build_document
 
         try:
             if not content or not content.get("headercontent") or not content.get("bodycontent"):

@@ -96,12 +96,6 @@ def build_document(row: Mapping[str, Any], content: bytes, user: str | None) -> 
                                 options=DocumentOptions(index_body=False, index_attachments=False))
 
 
-def read_content(s3: Any, bucket: str, header_blob_id: str, body_blob_id: str) -> bytes:
-    """The whole message: header object then body object (the server's ``read_message``)."""
-    header = s3.get_object(Bucket=bucket, Key=header_blob_id)["Body"].read()
-    return header + s3.get_object(Bucket=bucket, Key=body_blob_id)["Body"].read()
-
-
 def delete_actions(targets: Iterable[str], doc_ids: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
     """Bulk delete actions of ``(document id, routing)`` pairs on every target index."""
     return [{"_op_type": "delete", "_index": index, "_id": doc_id, "routing": routing}

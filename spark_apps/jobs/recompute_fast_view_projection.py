@@ -144,7 +144,7 @@ class RecomputeFastViewProjection(Procedure):
         if not content or not content[0]["headercontent"] or not content[0]["bodycontent"]:
             raise ValueError("no messageV3 row with blob ids: the content cannot be read")
         assert self.s3 is not None
-        prefix = read_prefix(self.s3.client(), self.bucket, content[0]["headercontent"], content[0]["bodycontent"],
+        prefix = read_prefix(self.s3.reader(), self.bucket, content[0]["headercontent"], content[0]["bodycontent"],
                              PREVIEW_SCAN_BYTES)
         preview, has_attachment = compute_fast_view(prefix)
         cql.execute("INSERT INTO message_fast_view_projection (messageid, preview, hasattachment) VALUES (?, ?, ?)",

@@ -35,14 +35,14 @@ S3_ENV = {"S3_ENDPOINT": "http://s3.invalid:9000", "S3_ACCESS_KEY": "k", "S3_SEC
 
 
 class BlobBackedS3:
-    """The two boto3 calls the job makes, answered from a blob store (S3's key = the blob id)."""
+    """The ``DirectS3`` GETs the job makes, answered from a blob store (S3's key = the blob id)."""
 
     def __init__(self, blobs: MemoryBlobStore) -> None:
         self.blobs = blobs
 
-    def get_object(self, Bucket: str, Key: str) -> dict:
-        assert Bucket == self.blobs.default_bucket.value
-        return {"Body": io.BytesIO(self.blobs.read(self.blobs.default_bucket, Key))}
+    def get_object(self, bucket: str, key: str) -> io.BytesIO:
+        assert bucket == self.blobs.default_bucket.value
+        return io.BytesIO(self.blobs.read(self.blobs.default_bucket, key))
 
 
 def test_preview_and_attachment_equal_what_the_servers_listener_stored():

@@ -25,15 +25,15 @@ DEADLINE = 10.0
 
 
 class FakeS3:
-    """``get_object`` of a header or body blob; ``on_get`` sees each key as it is requested."""
+    """``DirectS3.get_object`` of a header or body blob; ``on_get`` sees each key as it is requested."""
 
     def __init__(self, on_get: Any = None) -> None:
         self.on_get = on_get
 
-    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:
+    def get_object(self, bucket: str, key: str) -> io.BytesIO:
         if self.on_get is not None:
-            self.on_get(Key)
-        return {"Body": io.BytesIO(HEADER if Key.startswith("h-") else BODY)}
+            self.on_get(key)
+        return io.BytesIO(HEADER if key.startswith("h-") else BODY)
 
 
 @dataclass
@@ -70,10 +70,10 @@ class FakeSearch:
 
 @dataclass(frozen=True)
 class Access:
-    client_: Any
+    reader_: Any
 
-    def client(self) -> Any:
-        return self.client_
+    def reader(self) -> Any:
+        return self.reader_
 
 
 @dataclass
