@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.load_report import host_speed  # noqa: E402
 from include.stack import artifacts  # noqa: E402
 from include.stack.endpoints import Endpoints  # noqa: E402
 from include.stack.settings import StackSettings  # noqa: E402
@@ -197,6 +198,7 @@ def main() -> int:
     from spark_apps.common.session import build_session
     from spark_apps.common.settings import JobSettings
 
+    speed, load_before = host_speed(), os.getloadavg()[0]   # the machine as it is before the seeding
     tag = uuid.uuid4().hex[:8]
     config = CassandraConfig(hosts=tuple(ep.cassandra_hosts.split(",")), port=ep.cassandra_port,
                              keyspace=f"bench_reindex_{tag}")
@@ -231,10 +233,10 @@ def main() -> int:
             f"### Search reindex (rebuildAll) at {args.n:,} messages ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
             f"{platform.node() or 'host'}, {os.cpu_count()} cores, Spark local[2])",
             "",
-            f"`bench/search_reindex.py -n {args.n} --contents {args.contents}`; load average at the end "
-            f"{load:.1f} (the machine was shared with other people's test runs: absolute figures are low "
-            "and noisy, the ratios are the point). JVM start-up excluded; seeding (Spark writes) took "
-            f"{seed_s:.0f} s.",
+            f"`bench/search_reindex.py -n {args.n} --contents {args.contents}`; {speed}; load average "
+            f"{load_before:.1f} before the run, {load:.1f} at its end (the bench's own Spark, Cassandra, S3Proxy "
+            "and OpenSearch share the cores: absolute figures move with the host and its load, the ratios are "
+            f"measured within the run). JVM start-up excluded; seeding (Spark writes) took {seed_s:.0f} s.",
             "",
             "| | messages | seconds | messages/s | vs James's default |",
             "|---|---|---|---|---|",

@@ -32,7 +32,7 @@ SHARED_MAILSERVER_FILES = ("mailserver/__init__.py", "mailserver/model", "mailse
                            "mailserver/cassandra/__init__.py", "mailserver/cassandra/config.py",
                            # the configs' from_env on the driver (the reindex job's SearchConfig):
                            # pydantic-settings is in the driver's environment, as the Cassandra driver is
-                           "mailserver/settings", "mailserver/serving/__init__.py",
+                           "mailserver/settings", "mailserver/rabbitmq_queues.py", "mailserver/serving/__init__.py",
                            "mailserver/serving/event_loops.py")
 
 
