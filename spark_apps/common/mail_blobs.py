@@ -14,11 +14,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mailserver.blob.s3_direct import DirectS3
 
 _LOCK = threading.Lock()
 _CLIENTS: dict[tuple[str, str | None], Any] = {}
-_READERS: dict[tuple[str, str | None], Any] = {}
+_READERS: dict[tuple[str, str | None], DirectS3] = {}
 POOL = 64   # HTTP connections per client: a client is thread-safe, the threads of a partition share it
 READ_ATTEMPTS = 5   # a GET refused by a busy S3 (500/502/503/504) or cut off is tried again, as boto3 would
 
@@ -51,7 +54,7 @@ class S3Access:
                     "S3_SECRET_KEY": self.secret_key or "", "S3_REGION": self.region}, max_pool_connections=POOL)
         return client
 
-    def reader(self) -> Any:
+    def reader(self) -> DirectS3:
         """The worker's ``DirectS3`` for this endpoint: the blobs' GETs at under half of boto3's CPU."""
         from mailserver.blob.s3_direct import DirectS3
 
@@ -73,7 +76,7 @@ def mail_bucket(namespace: str | None, env: Mapping[str, str]) -> str:
     return namespace if namespace else env.get("S3_BUCKET_PREFIX", "") + "default"
 
 
-def read_object(reader: Any, bucket: str, key: str, limit: int = -1) -> bytes:
+def read_object(reader: DirectS3, bucket: str, key: str, limit: int = -1) -> bytes:
     """An object's content (its first ``limit`` bytes when given) through a ``DirectS3``."""
     body = reader.get_object(bucket, key)
     try:
@@ -82,12 +85,12 @@ def read_object(reader: Any, bucket: str, key: str, limit: int = -1) -> bytes:
         body.close()   # read to the end: the connection is reused; left part-way: closed
 
 
-def read_content(reader: Any, bucket: str, header_blob_id: str, body_blob_id: str) -> bytes:
+def read_content(reader: DirectS3, bucket: str, header_blob_id: str, body_blob_id: str) -> bytes:
     """The whole message: header object then body object (the server's ``read_message``)."""
     return read_object(reader, bucket, header_blob_id) + read_object(reader, bucket, body_blob_id)
 
 
-def read_prefix(reader: Any, bucket: str, header_blob_id: str, body_blob_id: str, limit: int) -> bytes:
+def read_prefix(reader: DirectS3, bucket: str, header_blob_id: str, body_blob_id: str, limit: int) -> bytes:
     """The header and the first body bytes, up to ``limit`` (the server's ``listeners.read_prefix`` on S3)."""
     header = read_object(reader, bucket, header_blob_id)
     remaining = max(0, limit - len(header))
