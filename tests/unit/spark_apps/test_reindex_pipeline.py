@@ -4,6 +4,7 @@ fetches, and ``_bulk`` requests outstanding while the next batch is fetched."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import threading
 import uuid
@@ -178,8 +179,12 @@ def test_a_bulk_request_is_outstanding_while_the_next_batch_is_fetched():
         if key == "h-3":   # the first message of the second batch
             next_batch_fetched.set()
 
+    requests = itertools.count()
+
     def on_bulk() -> None:
-        if not overlapped:   # the first request waits for the fetch of the next batch
+        # The first request waits for the fetch of the next batch. Two requests may be in flight at once:
+        # next() on a count is atomic, so only the first one waits (a test of `overlapped` was not).
+        if next(requests) == 0:
             overlapped.append(next_batch_fetched.wait(timeout=DEADLINE))
 
     outcomes = run([message(uid) for uid in range(1, 5)], FakeS3(on_get), FakeSearch(on_bulk=on_bulk),
