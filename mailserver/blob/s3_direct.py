@@ -82,8 +82,9 @@ class DirectS3:
         headers = {"Content-Length": str(len(body))} if body is not None else {}
         request = AWSRequest(method=method, url=url, data=body if body is not None else b"", headers=headers)
         self._signer.add_auth(request)   # SigV4, with the payload's SHA-256 as botocore sends it over HTTP
+        # decode_content=False: a blob's bytes are what was stored, even under a Content-Encoding (as boto3 reads it).
         response = self._http.request(method, url, body=body, headers=dict(request.headers.items()),
-                                      preload_content=not stream)
+                                      preload_content=not stream, decode_content=False)
         if response.status >= 300:
             found = _CODE.search(response.data or b"")   # reads (and so frees) a streamed error body too
             response.release_conn()

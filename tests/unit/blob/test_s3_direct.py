@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,7 @@ class ScriptedS3(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.replies: list[tuple[int, bytes]] = []
+        self.reply_headers: dict[str, str] = {}   # sent with every reply
         self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
 
 
@@ -36,6 +38,8 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload = self.server.replies.pop(0) if self.server.replies else (200, b"")
         self.send_response(status)
         self.send_header("Content-Length", str(len(payload)))
+        for name, value in self.server.reply_headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
 
@@ -66,6 +70,19 @@ def client(server: ScriptedS3, attempts: int = 3) -> DirectS3:
     host, port = server.server_address[:2]
     return DirectS3(f"http://{host}:{port}", "access", "secret", "us-east-1", pool_size=2,
                     connect_timeout=2, read_timeout=5, max_attempts=attempts)
+
+
+def test_a_get_returns_the_stored_bytes_even_when_s3_names_a_content_encoding(server):
+    # An object written by another client with Content-Encoding: gzip is stored compressed and served so;
+    # a blob's bytes are what was stored (as boto3 gives them), never decoded on the way.
+    stored = gzip.compress(b"Subject: hi\r\n\r\nbody\r\n")
+    server.reply_headers = {"Content-Encoding": "gzip"}
+    server.replies.append((200, stored))
+    body = client(server).get_object("bucket", "blob")
+    try:
+        assert body.read() == stored
+    finally:
+        body.close()
 
 
 def test_a_put_is_path_style_signed_and_carries_the_content(server):
