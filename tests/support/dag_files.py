@@ -17,7 +17,7 @@ def parsed_dag(dag_id: str) -> Any:
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=dag_file(dag_id))
-    assert not bag.import_errors
+    assert not bag.import_errors, bag.import_errors
     return bag.get_dag(dag_id)
 
 
